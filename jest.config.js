@@ -1,0 +1,26 @@
+/** One jest config for the whole monorepo: unit specs (pure code) and e2e specs (real Redis). */
+const moduleNameMapper = {
+  '^@app/(stampede|stream-batch-ack)(|/.*)$': '<rootDir>/libs/$1/src$2',
+};
+const transform = {
+  '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.json' }],
+};
+const common = {
+  rootDir: __dirname,
+  moduleFileExtensions: ['js', 'json', 'ts'],
+  testEnvironment: 'node',
+  transform,
+  moduleNameMapper,
+};
+
+module.exports = {
+  cacheDirectory: '<rootDir>/.jest-cache',
+  projects: [
+    { ...common, displayName: 'unit', testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts'] },
+    {
+      ...common,
+      displayName: 'e2e',
+      testMatch: ['<rootDir>/libs/**/test/**/*.e2e-spec.ts', '<rootDir>/apps/**/test/**/*.e2e-spec.ts', '<rootDir>/bench/**/*.e2e-spec.ts'],
+    },
+  ],
+};

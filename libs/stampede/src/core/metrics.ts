@@ -1,0 +1,71 @@
+/** Counters of one decorated method (or one `getOrLoad` name). All counts since start-up. */
+export interface MethodMetrics {
+  /** Calls of the method. */
+  calls: number;
+  /** Calls answered from the cache. */
+  hits: number;
+  /** Calls that found no cached value. */
+  misses: number;
+  /** Loader executions. */
+  loads: number;
+  /** Calls that joined an execution already in flight in this process (single-flight). */
+  joins: number;
+  /** Times a caller waited for another instance's lock. */
+  lockWaits: number;
+  /** Total ms spent waiting for locks. */
+  lockWaitMs: number;
+  /** Waits that gave up after `wait` ms and loaded without the lock. */
+  lockTimeouts: number;
+  /** XFetch recomputations started before expiry. */
+  earlyRecomputes: number;
+  /** Calls served the current value while an early recomputation ran. */
+  staleServes: number;
+  /** Loader errors. */
+  errors: number;
+  /** Store operations that failed (Redis down or slow); the call was answered by the loader. */
+  storeErrors: number;
+}
+
+export type MetricName = keyof MethodMetrics;
+
+export function emptyMetrics(): MethodMetrics {
+  return {
+    calls: 0,
+    hits: 0,
+    misses: 0,
+    loads: 0,
+    joins: 0,
+    lockWaits: 0,
+    lockWaitMs: 0,
+    lockTimeouts: 0,
+    earlyRecomputes: 0,
+    staleServes: 0,
+    errors: 0,
+    storeErrors: 0,
+  };
+}
+
+/** Counters by method name. */
+export class MetricsRegistry {
+  private readonly byName = new Map<string, MethodMetrics>();
+
+  for(name: string): MethodMetrics {
+    let m = this.byName.get(name);
+    if (!m) {
+      m = emptyMetrics();
+      this.byName.set(name, m);
+    }
+    return m;
+  }
+
+  /** A copy of every method's counters. */
+  snapshot(): Record<string, MethodMetrics> {
+    const out: Record<string, MethodMetrics> = {};
+    for (const [name, m] of this.byName) out[name] = { ...m };
+    return out;
+  }
+
+  reset(): void {
+    this.byName.clear();
+  }
+}

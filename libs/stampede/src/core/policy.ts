@@ -1,0 +1,101 @@
+import { Duration, toMs } from './duration';
+import { StampedeConfigError } from './errors';
+
+/** How one cached call is protected; what the decorators compose and `getOrLoad` accepts. */
+export interface PolicyOptions {
+  /** Cache the result (default true for getOrLoad; implied by @Cacheable, @XFetch, @DistLock, @JitterTtl). */
+  cache?: boolean;
+  /** Time to live of a cached value; default: the module's `defaultTtl`. */
+  ttl?: Duration;
+  /** Cache `null` results (negative caching). Default true. `undefined` is never cached. */
+  cacheNull?: boolean;
+  /** Concurrent calls with the same key in this process share one execution. */
+  singleFlight?: boolean;
+  /** Probabilistic early recomputation; `true` means beta = 1. */
+  xfetch?: boolean | XFetchOptions;
+  /** Cross-instance lock around the load; `true` means the defaults. */
+  lock?: boolean | LockOptions;
+  /** Spread stored TTLs over ttl * (1 +- ratio); a number is the ratio. */
+  jitter?: number | JitterOptions;
+}
+
+export interface XFetchOptions {
+  /** > 0; larger recomputes earlier. Default 1. */
+  beta?: number;
+}
+
+export interface LockOptions {
+  /** Lock time to live: a holder that dies blocks the others at most this long. Default 5000 ms. */
+  ttl?: Duration;
+  /** Fallback poll interval in ms, used only while fill notifications are unavailable. Default 2. */
+  poll?: number;
+  /** Longest a caller waits for other holders in all; then it loads itself. Default 2 x ttl. */
+  wait?: Duration;
+  /** Extend the lock while the loader runs (for loaders that may outlive the lock TTL). Default false. */
+  autoExtend?: boolean;
+}
+
+export interface JitterOptions {
+  /** In [0, 1). Default 0.1. */
+  ratio?: number;
+}
+
+/** A validated policy, all durations in ms. */
+export interface StampedePolicy {
+  cache: boolean;
+  ttl: number;
+  cacheNull: boolean;
+  singleFlight: boolean;
+  xfetch?: { beta: number };
+  lock?: { ttl: number; poll: number; wait: number; autoExtend: boolean };
+  jitter?: { ratio: number };
+}
+
+export const DEFAULT_LOCK_TTL = 5000;
+export const DEFAULT_LOCK_POLL = 2;
+export const DEFAULT_BETA = 1;
+export const DEFAULT_JITTER_RATIO = 0.1;
+
+/** Validates options and fills defaults; `where` names the method or call site in errors. */
+export function resolvePolicy(options: PolicyOptions, defaultTtl: number, where: string): StampedePolicy {
+  const ttl = options.ttl === undefined ? defaultTtl : toMs(options.ttl, `${where}: ttl`);
+  const policy: StampedePolicy = {
+    cache: options.cache ?? true,
+    ttl,
+    cacheNull: options.cacheNull ?? true,
+    singleFlight: options.singleFlight ?? false,
+  };
+  if (options.xfetch) {
+    const beta = options.xfetch === true ? DEFAULT_BETA : (options.xfetch.beta ?? DEFAULT_BETA);
+    if (typeof beta !== 'number' || !Number.isFinite(beta) || beta <= 0) {
+      throw new StampedeConfigError(`${where}: XFetch beta must be a number > 0 (1 is the paper's default), got ${String(beta)}`);
+    }
+    policy.xfetch = { beta };
+  }
+  if (options.lock) {
+    const lock = options.lock === true ? {} : options.lock;
+    const lockTtl = lock.ttl === undefined ? DEFAULT_LOCK_TTL : toMs(lock.ttl, `${where}: lock ttl`);
+    const poll = lock.poll ?? DEFAULT_LOCK_POLL;
+    if (typeof poll !== 'number' || !Number.isFinite(poll) || poll <= 0) {
+      throw new StampedeConfigError(`${where}: lock poll must be a positive number of ms, got ${String(poll)}`);
+    }
+    if (poll > lockTtl) {
+      throw new StampedeConfigError(
+        `${where}: lock poll (${poll} ms) is longer than the lock ttl (${lockTtl} ms); a waiter would sleep past the lock's expiry`,
+      );
+    }
+    const wait = lock.wait === undefined ? 2 * lockTtl : toMs(lock.wait, `${where}: lock wait`);
+    policy.lock = { ttl: lockTtl, poll, wait, autoExtend: lock.autoExtend ?? false };
+  }
+  if (options.jitter !== undefined) {
+    const ratio = typeof options.jitter === 'number' ? options.jitter : (options.jitter.ratio ?? DEFAULT_JITTER_RATIO);
+    if (typeof ratio !== 'number' || !(ratio >= 0 && ratio < 1)) {
+      throw new StampedeConfigError(`${where}: jitter ratio must be in [0, 1), got ${String(ratio)}`);
+    }
+    policy.jitter = { ratio };
+  }
+  if (!policy.cache && (policy.xfetch || policy.lock || policy.jitter)) {
+    throw new StampedeConfigError(`${where}: XFetch, DistLock and JitterTtl work on cached values; remove cache: false`);
+  }
+  return policy;
+}

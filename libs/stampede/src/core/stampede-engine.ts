@@ -1,0 +1,269 @@
+import { randomUUID } from 'node:crypto';
+import { Clock, RandomSource, systemClock, systemRandom } from './clock';
+import type { Envelope } from './envelope';
+import { jitterTtl } from './jitter';
+import { MethodMetrics, MetricsRegistry } from './metrics';
+import type { StampedePolicy } from './policy';
+import { SingleFlight } from './single-flight';
+import type { StampedeStore } from './store';
+import { sleep } from './timers';
+import { shouldRecomputeEarly } from './xfetch';
+
+export interface EngineLogger {
+  warn(message: string): void;
+}
+
+export interface EngineDeps {
+  store: StampedeStore;
+  metrics?: MetricsRegistry;
+  clock?: Clock;
+  random?: RandomSource;
+  logger?: EngineLogger;
+}
+
+export type Loader<T> = () => Promise<T> | T;
+
+interface Outcome<T> {
+  value: T;
+  /** Served from the cache without waiting for a load. */
+  hit: boolean;
+}
+
+/**
+ * The get-or-load flow of DESIGN.md section 3: single-flight, read, XFetch early
+ * recomputation, distributed lock with notified waiters, jittered store, and a fall-back to
+ * the loader whenever the store is unavailable.
+ */
+export class StampedeEngine {
+  readonly metrics: MetricsRegistry;
+  private readonly store: StampedeStore;
+  private readonly clock: Clock;
+  private readonly random: RandomSource;
+  private readonly logger?: EngineLogger;
+  private readonly flights = new SingleFlight<Outcome<unknown>>();
+  /** Keys with an early recomputation running (or owned by another instance) here. */
+  private readonly refreshing = new Set<string>();
+  private readonly background = new Set<Promise<void>>();
+  private closed = false;
+  private lastStoreWarning = 0;
+
+  constructor(deps: EngineDeps) {
+    this.store = deps.store;
+    this.metrics = deps.metrics ?? new MetricsRegistry();
+    this.clock = deps.clock ?? systemClock;
+    this.random = deps.random ?? systemRandom;
+    this.logger = deps.logger;
+  }
+
+  async getOrLoad<T>(key: string, loader: Loader<T>, policy: StampedePolicy, name = key): Promise<T> {
+    const m = this.metrics.for(name);
+    m.calls++;
+    const run = () =>
+      policy.cache
+        ? this.resolve(key, loader, policy, m)
+        : this.runLoader(loader, m).then((value) => ({ value, hit: false }));
+    let outcome: Outcome<T>;
+    if (policy.singleFlight) {
+      const { promise, joined } = this.flights.run(key, run as () => Promise<Outcome<unknown>>);
+      if (joined) m.joins++;
+      outcome = (await promise) as Outcome<T>;
+    } else {
+      outcome = await run();
+    }
+    if (policy.cache) {
+      if (outcome.hit) {
+        m.hits++;
+        if (this.refreshing.has(key)) m.staleServes++;
+      } else {
+        m.misses++;
+      }
+    }
+    return outcome.value;
+  }
+
+  /** Removes the cached value; calls in flight are not joined by later callers. */
+  async invalidate(key: string): Promise<void> {
+    this.flights.forget(key);
+    await this.store.delete(key);
+  }
+
+  /** Waits for background recomputations; later calls skip the cache-warming work. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.allSettled([...this.background]);
+  }
+
+  private async resolve<T>(key: string, loader: Loader<T>, policy: StampedePolicy, m: MethodMetrics): Promise<Outcome<T>> {
+    let envelope: Envelope<T> | undefined;
+    try {
+      envelope = await this.store.get<T>(key);
+    } catch (err) {
+      return this.withoutStore(err, loader, m);
+    }
+    if (envelope) {
+      this.maybeRecomputeEarly(key, envelope, loader, policy, m);
+      return { value: envelope.v, hit: true };
+    }
+    if (policy.lock) {
+      return { value: await this.loadUnderLock(key, loader, policy, m), hit: false };
+    }
+    return { value: await this.loadAndStore(key, loader, policy, m), hit: false };
+  }
+
+  private async loadUnderLock<T>(key: string, loader: Loader<T>, policy: StampedePolicy, m: MethodMetrics): Promise<T> {
+    const lock = policy.lock!;
+    const token = randomUUID();
+    const deadline = this.clock.now() + lock.wait;
+    let waitStart: number | undefined;
+    const endWait = () => {
+      if (waitStart !== undefined) m.lockWaitMs += this.clock.now() - waitStart;
+      waitStart = undefined;
+    };
+    for (;;) {
+      const watch = this.store.watch(key);
+      let step;
+      try {
+        step = await this.store.readOrLock<T>(key, token, lock.ttl);
+      } catch (err) {
+        watch.cancel();
+        endWait();
+        return (await this.withoutStore(err, loader, m)).value;
+      }
+      if (step.kind === 'hit') {
+        watch.cancel();
+        endWait();
+        return step.envelope.v;
+      }
+      if (step.kind === 'locked') {
+        watch.cancel();
+        endWait();
+        return this.loadAndStore(key, loader, policy, m, token);
+      }
+      const now = this.clock.now();
+      if (waitStart === undefined) {
+        waitStart = now;
+        m.lockWaits++;
+      }
+      const remaining = deadline - now;
+      if (remaining <= 0) {
+        watch.cancel();
+        endWait();
+        m.lockTimeouts++;
+        this.logger?.warn(`waited ${lock.wait} ms for the lock of "${key}"; loading without it`);
+        return this.loadAndStore(key, loader, policy, m);
+      }
+      // Notified waiters sleep until the holder's lock would expire; polling is the fallback.
+      const lockLeft = step.lockTtlMs >= 0 ? step.lockTtlMs + lock.poll : lock.ttl;
+      const nap = sleep(Math.min(this.store.notificationsLive() ? lockLeft : lock.poll, remaining));
+      await Promise.race([watch.done, nap.done]);
+      nap.cancel();
+      watch.cancel();
+    }
+  }
+
+  /** Runs the loader and stores its value; with `token`, the store also releases that lock. */
+  private async loadAndStore<T>(
+    key: string,
+    loader: Loader<T>,
+    policy: StampedePolicy,
+    m: MethodMetrics,
+    token?: string,
+  ): Promise<T> {
+    const extender = token && policy.lock?.autoExtend ? this.autoExtend(key, token, policy.lock.ttl) : undefined;
+    const started = this.clock.now();
+    let value: T;
+    try {
+      value = await this.runLoader(loader, m);
+    } catch (err) {
+      if (token) await this.store.unlock(key, token).catch(() => undefined);
+      throw err;
+    } finally {
+      if (extender) clearInterval(extender);
+    }
+    const storable = value !== undefined && (value !== null || policy.cacheNull);
+    try {
+      if (storable) {
+        const ttl = policy.jitter ? jitterTtl(policy.ttl, policy.jitter.ratio, this.random) : policy.ttl;
+        const now = this.clock.now();
+        await this.store.fill(key, { v: value, d: now - started, e: now + ttl }, ttl, token);
+      } else if (token) {
+        await this.store.unlock(key, token);
+      }
+    } catch (err) {
+      // The value is still returned; the lock, if any, expires on its own.
+      this.noteStoreError(err, m);
+    }
+    return value;
+  }
+
+  private async runLoader<T>(loader: Loader<T>, m: MethodMetrics): Promise<T> {
+    m.loads++;
+    try {
+      return await loader();
+    } catch (err) {
+      m.errors++;
+      throw err;
+    }
+  }
+
+  private async withoutStore<T>(err: unknown, loader: Loader<T>, m: MethodMetrics): Promise<Outcome<T>> {
+    this.noteStoreError(err, m);
+    return { value: await this.runLoader(loader, m), hit: false };
+  }
+
+  private noteStoreError(err: unknown, m: MethodMetrics): void {
+    m.storeErrors++;
+    const now = this.clock.now();
+    if (now - this.lastStoreWarning >= 10_000) {
+      this.lastStoreWarning = now;
+      const message = err instanceof Error ? err.message : String(err);
+      this.logger?.warn(`${this.store.name} store unavailable (${message}); answering from the loader`);
+    }
+  }
+
+  private maybeRecomputeEarly<T>(
+    key: string,
+    envelope: Envelope<T>,
+    loader: Loader<T>,
+    policy: StampedePolicy,
+    m: MethodMetrics,
+  ): void {
+    if (!policy.xfetch || this.closed || this.refreshing.has(key)) return;
+    const now = this.clock.now();
+    if (!shouldRecomputeEarly(now, envelope.d, policy.xfetch.beta, envelope.e, this.random)) return;
+    this.refreshing.add(key);
+    const task = (async () => {
+      let token: string | undefined;
+      let release = true;
+      try {
+        if (policy.lock) {
+          token = randomUUID();
+          if (!(await this.store.tryLock(key, token, policy.lock.ttl))) {
+            // Another instance recomputes: stay quiet here until the current value expires.
+            release = false;
+            const quiet = sleep(Math.min(Math.max(0, envelope.e - now), policy.lock.ttl));
+            void quiet.done.then(() => this.refreshing.delete(key));
+            return;
+          }
+        }
+        m.earlyRecomputes++;
+        await this.loadAndStore(key, loader, policy, m, token);
+      } catch (err) {
+        const message = err instanceof Error ? err.message : String(err);
+        this.logger?.warn(`early recomputation of "${key}" failed: ${message}; the current value is kept`);
+      } finally {
+        if (release) this.refreshing.delete(key);
+      }
+    })();
+    this.background.add(task);
+    void task.finally(() => this.background.delete(task));
+  }
+
+  private autoExtend(key: string, token: string, ttl: number): NodeJS.Timeout {
+    const timer = setInterval(() => {
+      this.store.extendLock(key, token, ttl).catch(() => undefined);
+    }, Math.max(1, Math.floor(ttl / 3)));
+    timer.unref();
+    return timer;
+  }
+}

@@ -1,0 +1,52 @@
+import type { Envelope } from './envelope';
+
+/** Outcome of one atomic "read the value, else try to take the lock" step. */
+export type ReadOrLockResult<T = unknown> =
+  | { kind: 'hit'; envelope: Envelope<T> }
+  | { kind: 'locked' }
+  /** Someone else holds the lock; it expires in `lockTtlMs` (-1: unknown). */
+  | { kind: 'busy'; lockTtlMs: number };
+
+/** A registration for the next fill or release of one key's lock. */
+export interface FillWatch {
+  /** Resolves when the key is filled or its lock released, by this or another instance. */
+  readonly done: Promise<void>;
+  /** Stops listening; always call it. */
+  cancel(): void;
+}
+
+/**
+ * What the flow needs from a cache backend. Implementations: Redis (distributed), in-memory
+ * (one process) and cache-manager (its cache, with in-process locks). Every method may reject
+ * with StoreUnavailableError; the flow then answers from the loader.
+ */
+export interface StampedeStore {
+  /** Shown in logs and health details. */
+  readonly name: string;
+  /** True when locks and notifications reach other processes. */
+  readonly distributed: boolean;
+
+  get<T>(key: string): Promise<Envelope<T> | undefined>;
+  set(key: string, envelope: Envelope, ttlMs: number): Promise<void>;
+  delete(key: string): Promise<void>;
+
+  /** Atomically: the cached value if present, else the lock (`SET NX PX` with `token`), else the lock's remaining TTL. */
+  readOrLock<T>(key: string, token: string, lockTtlMs: number): Promise<ReadOrLockResult<T>>;
+  /** Takes the lock if free, without reading the value (early recomputation). */
+  tryLock(key: string, token: string, lockTtlMs: number): Promise<boolean>;
+  /** Resets the lock's TTL if `token` still holds it. */
+  extendLock(key: string, token: string, lockTtlMs: number): Promise<boolean>;
+  /** Deletes the lock if `token` still holds it, and wakes waiters. */
+  unlock(key: string, token: string): Promise<boolean>;
+  /** Stores the value; with `token`, also releases that lock and wakes waiters, in one step. */
+  fill(key: string, envelope: Envelope, ttlMs: number, token?: string): Promise<void>;
+
+  /** Listens for the next fill or release of `key`'s lock. Register before reading, to miss nothing. */
+  watch(key: string): FillWatch;
+  /** False while notifications cannot be received (subscriber down): waiters then poll. */
+  notificationsLive(): boolean;
+
+  /** Resolves when the backend answers. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,21 @@
+export { StampedeModule } from './nest/stampede.module';
+export { StampedeService } from './nest/stampede.service';
+export { StampedeHealthIndicator } from './nest/stampede.health';
+export { Cacheable, DistLock, JitterTtl, SingleFlight, XFetch } from './nest/stampede.decorators';
+export type { CacheableOptions } from './nest/stampede.decorators';
+export type { StampedeModuleOptions } from './nest/stampede.options';
+export { STAMPEDE_STORE } from './nest/stampede.constants';
+export { STAMPEDE_MODULE_OPTIONS } from './nest/stampede.module-definition';
+
+export type { Duration } from './core/duration';
+export type { PolicyOptions, LockOptions, XFetchOptions, JitterOptions, StampedePolicy } from './core/policy';
+export type { MethodMetrics } from './core/metrics';
+export type { Envelope } from './core/envelope';
+export type { StampedeStore, ReadOrLockResult, FillWatch } from './core/store';
+export { StampedeError, StampedeConfigError, StampedeKeyError, StoreUnavailableError } from './core/errors';
+
+export { RedisStore } from './redis/redis-store';
+export type { RedisStoreOptions, RedisConnection } from './redis/redis-store';
+export { MemoryStore } from './memory/memory-store';
+export { CacheManagerStore } from './cache-manager/cache-manager-store';
+export type { CacheManagerLike } from './cache-manager/cache-manager-store';

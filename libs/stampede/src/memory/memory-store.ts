@@ -1,0 +1,97 @@
+import { Clock, systemClock } from '../core/clock';
+import { decodeEnvelope, encodeEnvelope, Envelope } from '../core/envelope';
+import type { FillWatch, ReadOrLockResult, StampedeStore } from '../core/store';
+import { LocalLocks } from './local-locks';
+
+export interface MemoryStoreOptions {
+  clock?: Clock;
+  /** Expired entries are swept this often (ms). Default 30 000. */
+  sweepIntervalMs?: number;
+}
+
+/**
+ * The embedded default: values, locks and notifications live in this process. Values are kept
+ * as JSON text, so callers never share a mutable object and behave as with Redis.
+ */
+export class MemoryStore implements StampedeStore {
+  readonly name = 'memory';
+  readonly distributed = false;
+  private readonly entries = new Map<string, { raw: string; expiresAt: number }>();
+  private readonly locks: LocalLocks;
+  private readonly clock: Clock;
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(options: MemoryStoreOptions = {}) {
+    this.clock = options.clock ?? systemClock;
+    this.locks = new LocalLocks(this.clock);
+    this.sweeper = setInterval(() => this.sweep(), options.sweepIntervalMs ?? 30_000);
+    this.sweeper.unref();
+  }
+
+  async get<T>(key: string): Promise<Envelope<T> | undefined> {
+    return this.read<T>(key);
+  }
+
+  async set(key: string, envelope: Envelope, ttlMs: number): Promise<void> {
+    this.entries.set(key, { raw: encodeEnvelope(envelope), expiresAt: this.clock.now() + ttlMs });
+  }
+
+  async delete(key: string): Promise<void> {
+    this.entries.delete(key);
+  }
+
+  async readOrLock<T>(key: string, token: string, lockTtlMs: number): Promise<ReadOrLockResult<T>> {
+    const envelope = this.read<T>(key);
+    if (envelope) return { kind: 'hit', envelope };
+    if (this.locks.tryLock(key, token, lockTtlMs)) return { kind: 'locked' };
+    return { kind: 'busy', lockTtlMs: this.locks.remaining(key) ?? 0 };
+  }
+
+  async tryLock(key: string, token: string, lockTtlMs: number): Promise<boolean> {
+    return this.locks.tryLock(key, token, lockTtlMs);
+  }
+
+  async extendLock(key: string, token: string, lockTtlMs: number): Promise<boolean> {
+    return this.locks.extend(key, token, lockTtlMs);
+  }
+
+  async unlock(key: string, token: string): Promise<boolean> {
+    return this.locks.release(key, token);
+  }
+
+  async fill(key: string, envelope: Envelope, ttlMs: number, token?: string): Promise<void> {
+    await this.set(key, envelope, ttlMs);
+    if (token) this.locks.release(key, token);
+  }
+
+  watch(key: string): FillWatch {
+    return this.locks.watch(key);
+  }
+
+  notificationsLive(): boolean {
+    return true;
+  }
+
+  async ping(): Promise<void> {}
+
+  async close(): Promise<void> {
+    clearInterval(this.sweeper);
+    this.locks.clear();
+    this.entries.clear();
+  }
+
+  private read<T>(key: string): Envelope<T> | undefined {
+    const entry = this.entries.get(key);
+    if (!entry) return undefined;
+    if (entry.expiresAt <= this.clock.now()) {
+      this.entries.delete(key);
+      return undefined;
+    }
+    return decodeEnvelope<T>(entry.raw);
+  }
+
+  private sweep(): void {
+    const now = this.clock.now();
+    for (const [key, entry] of this.entries) if (entry.expiresAt <= now) this.entries.delete(key);
+  }
+}

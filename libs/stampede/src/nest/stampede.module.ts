@@ -1,0 +1,26 @@
+import { Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+import { HealthIndicatorService } from '@nestjs/terminus';
+import { createStampedeStore } from './stampede-store.factory';
+import { STAMPEDE_STORE } from './stampede.constants';
+import { StampedeExplorer } from './stampede.explorer';
+import { StampedeHealthIndicator } from './stampede.health';
+import { StampedeConfigurableModule, STAMPEDE_MODULE_OPTIONS } from './stampede.module-definition';
+import { StampedeService } from './stampede.service';
+
+/**
+ * `StampedeModule.forRoot({ redis: 'redis://localhost:6379', isGlobal: true })` or
+ * `forRootAsync({ imports, inject, useFactory })`. Wraps every decorated provider method of the app.
+ */
+@Module({
+  imports: [DiscoveryModule],
+  providers: [
+    { provide: STAMPEDE_STORE, inject: [STAMPEDE_MODULE_OPTIONS], useFactory: createStampedeStore },
+    StampedeService,
+    StampedeExplorer,
+    StampedeHealthIndicator,
+    HealthIndicatorService,
+  ],
+  exports: [StampedeService, StampedeHealthIndicator, STAMPEDE_STORE],
+})
+export class StampedeModule extends StampedeConfigurableModule {}

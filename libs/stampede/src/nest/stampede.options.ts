@@ -1,0 +1,26 @@
+import type { Cluster, Redis, RedisOptions } from 'ioredis';
+import type { CacheManagerLike } from '../cache-manager/cache-manager-store';
+import type { Duration } from '../core/duration';
+import type { StampedeStore } from '../core/store';
+
+export interface StampedeModuleOptions {
+  /**
+   * Redis to use: a URL, ioredis options, or a client (Redis or Cluster) the app owns and closes.
+   * Without `redis`, `cacheManager` or `store`, values and locks stay in this process.
+   */
+  redis?: string | RedisOptions | Redis | Cluster;
+  /** Keep values in an existing cache-manager Cache (e.g. injected CACHE_MANAGER); locks are then per process. */
+  cacheManager?: CacheManagerLike;
+  /** A custom store. */
+  store?: StampedeStore;
+  /** Prefix of every Redis key and of the notification channel. Default 'stampede:'. */
+  keyPrefix?: string;
+  /** TTL of methods that do not give one: ms or '30s', '5m'. Default '60s'. */
+  defaultTtl?: Duration;
+  /** Longest wait for one Redis operation before the call falls back to the loader (ms). Default 500. */
+  operationTimeout?: number;
+  /** After a Redis timeout, skip Redis for this long (ms). Default 1000. */
+  cooldown?: number;
+  /** Longest wait at start-up for Redis to answer before starting anyway (ms). Default 2000. */
+  connectTimeout?: number;
+}

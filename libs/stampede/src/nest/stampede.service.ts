@@ -1,0 +1,74 @@
+import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { toMs } from '../core/duration';
+import type { MethodMetrics } from '../core/metrics';
+import { PolicyOptions, resolvePolicy, StampedePolicy } from '../core/policy';
+import { Loader, StampedeEngine } from '../core/stampede-engine';
+import type { StampedeStore } from '../core/store';
+import { STAMPEDE_STORE } from './stampede.constants';
+import { STAMPEDE_MODULE_OPTIONS } from './stampede.module-definition';
+import type { StampedeModuleOptions } from './stampede.options';
+
+export const DEFAULT_TTL_MS = 60_000;
+
+/**
+ * The get-or-load flow for use without decorators; the decorated methods go through it too.
+ * Closes the store on application shutdown.
+ */
+@Injectable()
+export class StampedeService implements OnApplicationShutdown {
+  readonly defaultTtl: number;
+  private readonly engine: StampedeEngine;
+  private readonly policies = new WeakMap<PolicyOptions, StampedePolicy>();
+
+  constructor(
+    @Inject(STAMPEDE_STORE) readonly store: StampedeStore,
+    @Inject(STAMPEDE_MODULE_OPTIONS) options: StampedeModuleOptions,
+  ) {
+    this.defaultTtl = options.defaultTtl === undefined ? DEFAULT_TTL_MS : toMs(options.defaultTtl, 'StampedeModule defaultTtl');
+    const logger = new Logger('Stampede');
+    this.engine = new StampedeEngine({ store, logger: { warn: (message) => logger.warn(message) } });
+  }
+
+  /**
+   * Returns the cached value of `key`, or runs `loader` once (per key, per the policy) and caches it.
+   * `policy` defaults to caching with the module's defaultTtl; `name` groups the metrics (default: the key).
+   */
+  getOrLoad<T>(key: string, loader: Loader<T>, policy: PolicyOptions = {}, name?: string): Promise<T> {
+    return this.engine.getOrLoad(key, loader, this.policyFor(policy), name ?? key);
+  }
+
+  /** Runs a call with an already validated policy (what the decorated methods use). */
+  run<T>(key: string, loader: Loader<T>, policy: StampedePolicy, name: string): Promise<T> {
+    return this.engine.getOrLoad(key, loader, policy, name);
+  }
+
+  /** Validates a policy now; errors name `where`. */
+  resolve(options: PolicyOptions, where: string): StampedePolicy {
+    return resolvePolicy(options, this.defaultTtl, where);
+  }
+
+  /** Drops the cached value of `key` (the same key the decorator or getOrLoad used). */
+  invalidate(key: string): Promise<void> {
+    return this.engine.invalidate(key);
+  }
+
+  /** Counters per method name (`Class.method`) or getOrLoad name. */
+  metrics(): Record<string, MethodMetrics> {
+    return this.engine.metrics.snapshot();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.engine.close();
+    await this.store.close();
+  }
+
+  private policyFor(options: PolicyOptions): StampedePolicy {
+    // Cached per options object, so a policy kept in a constant is validated once.
+    let policy = this.policies.get(options);
+    if (!policy) {
+      policy = this.resolve(options, 'StampedeService.getOrLoad');
+      this.policies.set(options, policy);
+    }
+    return policy;
+  }
+}
