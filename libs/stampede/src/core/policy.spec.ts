@@ -1,0 +1,40 @@
+import { toMs } from './duration';
+import { StampedeConfigError } from './errors';
+import { resolvePolicy } from './policy';
+
+describe('toMs', () => {
+  it.each([
+    [1500, 1500],
+    ['250ms', 250],
+    ['30s', 30_000],
+    ['5m', 300_000],
+    ['1h', 3_600_000],
+    ['1.5s', 1500],
+  ])('%p -> %p ms', (input, ms) => expect(toMs(input, 'ttl')).toBe(ms));
+
+  it.each([[-1], [0], ['soon'], ['10 years'], [NaN], [Infinity]])('rejects %p', (input) => {
+    expect(() => toMs(input as number, 'ttl')).toThrow(StampedeConfigError);
+  });
+});
+
+describe('resolvePolicy', () => {
+  it('fills defaults', () => {
+    expect(resolvePolicy({ lock: true, xfetch: true, jitter: {} }, 60_000, 'X.y')).toEqual({
+      cache: true,
+      ttl: 60_000,
+      cacheNull: true,
+      singleFlight: false,
+      xfetch: { beta: 1 },
+      lock: { ttl: 5000, poll: 2, wait: 10_000, autoExtend: false },
+      jitter: { ratio: 0.1 },
+    });
+  });
+
+  it('names the method in every error', () => {
+    expect(() => resolvePolicy({ xfetch: { beta: 0 } }, 1000, 'A.b')).toThrow(/^A\.b: XFetch beta must be a number > 0/);
+    expect(() => resolvePolicy({ lock: { ttl: 10, poll: 20 } }, 1000, 'A.b')).toThrow(/^A\.b: lock poll \(20 ms\)/);
+    expect(() => resolvePolicy({ jitter: 1 }, 1000, 'A.b')).toThrow(/^A\.b: jitter ratio must be in \[0, 1\)/);
+    expect(() => resolvePolicy({ ttl: '-5s' }, 1000, 'A.b')).toThrow(/^A\.b: ttl/);
+    expect(() => resolvePolicy({ cache: false, lock: true }, 1000, 'A.b')).toThrow(/work on cached values/);
+  });
+});
