@@ -13,6 +13,6 @@ export function shouldRecomputeEarly(
   expiresAt: number,
   random: RandomSource,
 ): boolean {
-  // 1 - random() is in (0, 1], so the logarithm is finite.
-  return now - deltaMs * beta * Math.log(1 - random()) >= expiresAt;
+  const r = random() || Number.MIN_VALUE; // random() may return 0; ln(0) would be -Infinity
+  return now - deltaMs * beta * Math.log(r) >= expiresAt;
 }

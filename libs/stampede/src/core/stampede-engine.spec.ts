@@ -1,0 +1,103 @@
+import { MemoryStore } from '../memory/memory-store';
+import type { Clock } from './clock';
+import { resolvePolicy } from './policy';
+import { StampedeEngine } from './stampede-engine';
+
+class FakeClock implements Clock {
+  t = 1_000_000;
+  now() {
+    return this.t;
+  }
+}
+
+const flush = () => new Promise((r) => setImmediate(r));
+
+describe('StampedeEngine (memory store, fake clock and random)', () => {
+  let clock: FakeClock;
+  let store: MemoryStore;
+  let random: number;
+  let engine: StampedeEngine;
+
+  beforeEach(() => {
+    clock = new FakeClock();
+    store = new MemoryStore({ clock });
+    random = 0.5;
+    engine = new StampedeEngine({ store, clock, random: () => random });
+  });
+
+  afterEach(async () => {
+    await engine.close();
+    await store.close();
+  });
+
+  it('caches until the TTL passes on the injected clock', async () => {
+    const policy = resolvePolicy({ ttl: 1000 }, 60_000, 't');
+    let loads = 0;
+    const loader = async () => ++loads;
+    expect(await engine.getOrLoad('k', loader, policy)).toBe(1);
+    clock.t += 999;
+    expect(await engine.getOrLoad('k', loader, policy)).toBe(1);
+    clock.t += 1;
+    expect(await engine.getOrLoad('k', loader, policy)).toBe(2);
+  });
+
+  it('XFetch: a draw that fires recomputes in the background while the caller gets the current value', async () => {
+    const policy = resolvePolicy({ ttl: 1000, xfetch: { beta: 1 } }, 60_000, 't');
+    let loads = 0;
+    const gate: Array<() => void> = [];
+    const loader = () =>
+      new Promise<number>((resolve) => {
+        loads++;
+        const value = loads;
+        if (loads === 1) {
+          clock.t += 100; // delta = 100 ms
+          resolve(value);
+        } else gate.push(() => resolve(value));
+      });
+    expect(await engine.getOrLoad('k', loader, policy, 'm')).toBe(1);
+    // 200 ms before expiry, random 0.5 does not fire (fires within 69 ms)...
+    clock.t += 800;
+    expect(await engine.getOrLoad('k', loader, policy, 'm')).toBe(1);
+    expect(loads).toBe(1);
+    // ...random close to 0 does: the caller still gets 1 at once, one recomputation starts.
+    random = 0.001;
+    expect(await engine.getOrLoad('k', loader, policy, 'm')).toBe(1);
+    expect(await engine.getOrLoad('k', loader, policy, 'm')).toBe(1);
+    expect(loads).toBe(2); // coalesced: the second firing draw did not start another
+    gate.shift()!();
+    await flush();
+    await flush();
+    expect(await engine.getOrLoad('k', loader, policy, 'm')).toBe(2);
+    expect(engine.metrics.snapshot().m).toMatchObject({ earlyRecomputes: 1, staleServes: 2, misses: 1 });
+  });
+
+  it('DistLock: waiters are woken by the fill, not by the lock TTL', async () => {
+    const policy = resolvePolicy({ ttl: 1000, lock: { ttl: 60_000, poll: 1 } }, 60_000, 't');
+    let loads = 0;
+    let release!: () => void;
+    const loader = () => new Promise<string>((resolve) => ((loads++), (release = () => resolve('v'))));
+    const callers = Array.from({ length: 50 }, () => engine.getOrLoad('k', loader, policy, 'm'));
+    await flush();
+    expect(loads).toBe(1);
+    release();
+    // With a 60 s lock TTL, only the notification can end the wait before the test times out.
+    expect(await Promise.all(callers)).toEqual(Array(50).fill('v'));
+    expect(loads).toBe(1);
+    const m = engine.metrics.snapshot().m;
+    expect(m.lockWaits).toBe(49);
+  });
+
+  it('a store that fails answers from the loader', async () => {
+    const policy = resolvePolicy({ ttl: 1000, lock: true }, 60_000, 't');
+    const broken = new StampedeEngine({
+      store: Object.assign(Object.create(store), {
+        get: async () => {
+          throw new Error('down');
+        },
+      }),
+      clock,
+    });
+    expect(await broken.getOrLoad('k', async () => 'loaded', policy, 'm')).toBe('loaded');
+    expect(broken.metrics.snapshot().m).toMatchObject({ storeErrors: 1, loads: 1 });
+  });
+});
