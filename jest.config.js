@@ -20,7 +20,12 @@ module.exports = {
     {
       ...common,
       displayName: 'e2e',
-      testMatch: ['<rootDir>/libs/**/test/**/*.e2e-spec.ts', '<rootDir>/apps/**/test/**/*.e2e-spec.ts', '<rootDir>/bench/**/*.e2e-spec.ts'],
+      testMatch: [
+        '<rootDir>/libs/**/test/**/*.e2e-spec.ts',
+        '<rootDir>/apps/**/test/**/*.e2e-spec.ts',
+        '<rootDir>/bench/**/*.e2e-spec.ts',
+        '<rootDir>/examples/**/*.e2e-spec.ts',
+      ],
     },
   ],
 };

@@ -1,0 +1,68 @@
+import { Injectable } from '@nestjs/common';
+import { Test, TestingModule } from '@nestjs/testing';
+import { Cluster } from 'ioredis';
+import { Cacheable, DistLock, SingleFlight, StampedeModule, StampedeService, XFetch } from '@app/stampede';
+import { ThrowawayCluster } from './support/cluster';
+import { delay } from './support/redis';
+
+const loads = new Map<string, number>();
+
+@Injectable()
+class ProductService {
+  @Cacheable({ key: (id: number) => `product:${id}`, ttl: 30_000 })
+  @SingleFlight()
+  @XFetch()
+  @DistLock({ ttl: 3000, poll: 5 })
+  async find(id: number): Promise<string> {
+    loads.set(`p${id}`, (loads.get(`p${id}`) ?? 0) + 1);
+    await delay(50);
+    return `product-${id}`;
+  }
+}
+
+describe('Redis Cluster client (a throwaway 3-node cluster)', () => {
+  jest.setTimeout(60_000);
+  let cluster: ThrowawayCluster;
+  const clients: Cluster[] = [];
+  const apps: TestingModule[] = [];
+
+  beforeAll(async () => {
+    cluster = await ThrowawayCluster.start();
+    for (let i = 0; i < 2; i++) {
+      const client = new Cluster(cluster.nodes);
+      clients.push(client);
+      const app = await Test.createTestingModule({
+        imports: [StampedeModule.forRoot({ redis: client })],
+        providers: [ProductService],
+      }).compile();
+      apps.push(await app.init());
+    }
+  });
+
+  afterAll(async () => {
+    await Promise.all(apps.map((a) => a.close()));
+    await Promise.all(clients.map((c) => c.quit()));
+    await cluster?.destroy();
+  });
+
+  it('a value and its lock hash to one slot', async () => {
+    const [valueSlot, lockSlot] = await Promise.all([
+      clients[0].cluster('KEYSLOT', 'stampede:{product:1}'),
+      clients[0].cluster('KEYSLOT', 'stampede:{product:1}:lock'),
+    ]);
+    expect(valueSlot).toBe(lockSlot);
+  });
+
+  it('two apps on their own Cluster clients: one load per key, keys spread over the nodes', async () => {
+    const ids = Array.from({ length: 30 }, (_, i) => i);
+    const results = await Promise.all(
+      ids.flatMap((id) => apps.flatMap((app) => Array.from({ length: 10 }, () => app.get(ProductService).find(id)))),
+    );
+    expect(results).toHaveLength(600);
+    for (const id of ids) expect(loads.get(`p${id}`)).toBe(1);
+    const slots = await Promise.all(ids.map((id) => clients[0].cluster('KEYSLOT', `stampede:{product:${id}}`)));
+    expect(new Set(slots.map((s) => Math.floor(Number(s) / 5462))).size).toBeGreaterThan(1);
+    const metrics = apps.map((a) => a.get(StampedeService).metrics()['ProductService.find']);
+    expect(metrics.reduce((n, m) => n + m.storeErrors, 0)).toBe(0);
+  });
+});
