@@ -2,6 +2,7 @@ import { Inject, Injectable, OnModuleDestroy, Optional } from '@nestjs/common';
 import { Redis, RedisOptions } from 'ioredis';
 import { randomUUID } from 'node:crypto';
 import { LruCache } from '../core/lru-cache';
+import { closeClient, createRedisClient } from '../redis/connection';
 import { DEFAULT_IDEMPOTENCY_PREFIX } from '../redis/keys';
 import { IDEMPOTENCY_RELEASE_LUA } from '../redis/scripts';
 import { REDIS_STREAMS_MODULE_OPTIONS } from './redis-streams.constants';
@@ -43,7 +44,7 @@ export class IdempotencyStore implements OnModuleDestroy {
       this.redis = options.redis;
       this.ownsRedis = false;
     } else if (options.redis !== undefined) {
-      this.redis = typeof options.redis === 'string' ? new Redis(options.redis) : new Redis(options.redis);
+      this.redis = createRedisClient(options.redis, {});
       this.ownsRedis = true;
     } else {
       this.redis = null;
@@ -94,9 +95,7 @@ export class IdempotencyStore implements OnModuleDestroy {
 
   async onModuleDestroy(): Promise<void> {
     if (this.redis && this.ownsRedis) {
-      const redis = this.redis;
-      if (redis.status === 'ready') await redis.quit().catch(() => redis.disconnect());
-      else redis.disconnect();
+      await closeClient(this.redis);
     }
   }
 }

@@ -1,12 +1,12 @@
 import { Logger } from '@nestjs/common';
 import { ClientProxy, ReadPacket, WritePacket } from '@nestjs/microservices';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { encodePayload } from '../core/entry-codec';
 import { describeError, NotInitializedError, NotSupportedError } from '../core/errors';
+import { closeClient, createRedisClient } from '../redis/connection';
 import { defineStreamScripts, StreamScripts } from '../redis/scripts';
 import { RedisStreamsEvents, RedisStreamsEventsMap, RedisStreamsStatus } from './redis-streams.events';
 import { RedisStreamsClientOptions } from './redis-streams.options';
-import { createRedisClient } from './server-redis-streams';
 
 /**
  * The producer side: `emit(stream, data)` appends `data` as JSON in the `data` field of a new
@@ -68,10 +68,7 @@ export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents, RedisStr
     this.client = null;
     this.connectionPromise = null;
     await Promise.allSettled([...this.trims]);
-    if (client) {
-      if (client.status === 'ready') await client.quit().catch(() => client.disconnect());
-      else client.disconnect();
-    }
+    await closeClient(client);
     this.pendingEventListeners = [];
   }
 

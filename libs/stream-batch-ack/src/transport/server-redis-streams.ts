@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { CustomTransportStrategy, Server } from '@nestjs/microservices';
-import { Redis, RedisOptions } from 'ioredis';
+import type { Redis, RedisOptions } from 'ioredis';
 import { hostname } from 'node:os';
 import { lastValueFrom } from 'rxjs';
 import { AckBatcher } from '../core/ack-batcher';
@@ -8,6 +8,7 @@ import { backoffDelay } from '../core/backoff';
 import { decodeEntry } from '../core/entry-codec';
 import { describeError, MalformedEntryError, MaxDeliveriesExceededError, NotInitializedError } from '../core/errors';
 import { LruCache } from '../core/lru-cache';
+import { closeClient, createRedisClient } from '../redis/connection';
 import { defaultDeadLetterStream } from '../redis/keys';
 import { defineStreamScripts, StreamScripts } from '../redis/scripts';
 import { RedisStreamsContext } from './redis-streams.context';
@@ -46,11 +47,6 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
     concurrency: Math.max(1, options.concurrency ?? 1000),
     shutdownTimeoutMs: options.shutdownTimeoutMs ?? 10_000,
   };
-}
-
-/** Builds an ioredis client from `string | RedisOptions`, with our overrides on top. */
-export function createRedisClient(connection: string | RedisOptions, overrides: RedisOptions): Redis {
-  return typeof connection === 'string' ? new Redis(connection, overrides) : new Redis({ ...connection, ...overrides });
 }
 
 /**
@@ -160,11 +156,7 @@ export class ServerRedisStreams extends Server<RedisStreamsEvents, RedisStreamsS
       if (left > 0) this.logger.error(`${left} ack(s) could not be sent before shutdown; those entries stay pending and will be delivered again.`);
     }
     // 4. Close the connections.
-    const commands = this.commands;
-    if (commands) {
-      if (commands.status === 'ready') await commands.quit().catch(() => commands.disconnect());
-      else commands.disconnect();
-    }
+    await closeClient(this.commands);
     this.pendingEventListeners = [];
   }
 

@@ -1,0 +1,84 @@
+import { INestMicroservice, ModuleMetadata } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { RedisStreamsServerOptions, ServerRedisStreams } from '@app/stream-batch-ack';
+
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/** A key prefix of its own for each test file (and test). */
+export function randomPrefix(name: string): string {
+  return `sba-test:${name}:${randomBytes(4).toString('hex')}:`;
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Polls `check` until it returns true, or fails with `what` after `timeoutMs`. */
+export async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 10_000, everyMs = 20): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for: ${what}`);
+    await sleep(everyMs);
+  }
+}
+
+/** Deletes the keys of one prefix only (never FLUSHDB). */
+export async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
+    cursor = next;
+    if (keys.length > 0) await redis.del(...keys);
+  } while (cursor !== '0');
+}
+
+export async function xackCalls(redis: Redis): Promise<number> {
+  const info = await redis.info('commandstats');
+  const m = /cmdstat_xack:calls=(\d+)/.exec(info);
+  return m ? Number(m[1]) : 0;
+}
+
+export async function pendingCount(redis: Redis, stream: string, group: string): Promise<number> {
+  const summary = (await redis.call('XPENDING', stream, group)) as [number, ...unknown[]];
+  return Number(summary[0]);
+}
+
+export async function pendingIds(redis: Redis, stream: string, group: string): Promise<string[]> {
+  const rows = (await redis.call('XPENDING', stream, group, '-', '+', 100_000)) as [string, string, number, number][];
+  return rows.map((r) => r[0]);
+}
+
+export async function readAll(redis: Redis, stream: string): Promise<{ id: string; fields: Record<string, string> }[]> {
+  const rows = (await redis.call('XRANGE', stream, '-', '+')) as [string, string[]][];
+  return rows.map(([id, flat]) => {
+    const fields: Record<string, string> = {};
+    for (let i = 0; i < flat.length; i += 2) fields[flat[i]] = flat[i + 1];
+    return { id, fields };
+  });
+}
+
+/** Appends `n` entries in the client's format; returns their ids in order. */
+export async function produce(redis: Redis, stream: string, payloads: unknown[]): Promise<string[]> {
+  const pipeline = redis.pipeline();
+  for (const p of payloads) pipeline.xadd(stream, '*', 'data', JSON.stringify(p));
+  const res = (await pipeline.exec()) ?? [];
+  return res.map(([err, id]) => {
+    if (err) throw err;
+    return id as string;
+  });
+}
+
+/** Starts a Nest microservice on ServerRedisStreams with the given controllers/providers. */
+export async function startMicroservice(
+  metadata: ModuleMetadata,
+  options: RedisStreamsServerOptions,
+): Promise<{ app: INestMicroservice; server: ServerRedisStreams }> {
+  const moduleRef = await Test.createTestingModule(metadata).compile();
+  const server = new ServerRedisStreams(options);
+  const app = moduleRef.createNestMicroservice({ strategy: server, logger: false });
+  await app.listen();
+  return { app, server };
+}
