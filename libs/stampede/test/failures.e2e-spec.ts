@@ -6,6 +6,7 @@ import {
   DistLock,
   SingleFlight,
   StampedeConfigError,
+  StampedeKeyError,
   StampedeModule,
   StampedeService,
   XFetch,
@@ -27,6 +28,11 @@ class FlakyService {
     await delay(30);
     if (this.fail) throw new BackendDown(`backend down for ${id}`);
     return `ok-${id}`;
+  }
+
+  @Cacheable()
+  async byCallback(cb: () => number): Promise<number> {
+    return cb();
   }
 
   nullCalls = 0;
@@ -82,6 +88,13 @@ describe('loader errors and cached nothing (real Redis)', () => {
     expect(await service.maybe('undef')).toBeUndefined();
     expect(await service.maybe('undef')).toBeUndefined();
     expect(service.nullCalls).toBe(3);
+  });
+
+  it('an argument that cannot be a key rejects with a StampedeKeyError that says what to do', async () => {
+    const call = service.byCallback(() => 1);
+    expect(call).toBeInstanceOf(Promise);
+    await expect(call).rejects.toThrow(StampedeKeyError);
+    await expect(service.byCallback(() => 1)).rejects.toThrow(/pass a key function/);
   });
 
   it('invalidate(key) makes the next call load again', async () => {

@@ -64,7 +64,12 @@ export class StampedeExplorer implements OnModuleInit {
     const keyOf = meta.key;
     const stampede = this.stampede;
     const wrapped = function (this: unknown, ...args: unknown[]) {
-      const key = keyOf ? keyOf(...args) : methodKey(className, methodName, args);
+      let key: string;
+      try {
+        key = keyOf ? keyOf(...args) : methodKey(className, methodName, args);
+      } catch (err) {
+        return Promise.reject(err); // the method is async: fail as a rejection, not a throw
+      }
       return stampede.run(key, () => original.apply(this, args), policy, name);
     };
     Object.defineProperty(wrapped, 'name', { value: methodName });

@@ -85,6 +85,8 @@ export class RedisStore implements StampedeStore {
 
   /** Resolves once both connections are ready, or after `timeoutMs` (then calls fall back to the loader until Redis answers). */
   async waitUntilReady(timeoutMs = 2000): Promise<boolean> {
+    // A client created with lazyConnect waits for its first command; a store needs it connected.
+    for (const c of [this.client, this.subscriber]) if (c.status === 'wait') c.connect().catch(() => undefined);
     const ready = (c: Client) =>
       c.status === 'ready'
         ? Promise.resolve()
