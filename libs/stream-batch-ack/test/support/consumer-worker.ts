@@ -1,0 +1,59 @@
+/*
+ * A consumer process for the kill -9 test. Run with: node --require ./register.js consumer-worker.ts
+ * Env: REDIS_URL, STREAM, GROUP, CONSUMER, EFFECTS (hash of side effects), IDEM_PREFIX, STUCK_AT (n whose handler never ends).
+ */
+import { Controller } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import { Module } from '@nestjs/common';
+import { Redis } from 'ioredis';
+import { Idempotent, RedisStreamsContext, RedisStreamsModule, ServerRedisStreams } from '@app/stream-batch-ack';
+
+const env = (name: string): string => {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is required`);
+  return v;
+};
+const REDIS_URL = env('REDIS_URL');
+const STREAM = env('STREAM');
+const stuckAt = Number(process.env.STUCK_AT ?? -1);
+const effects = new Redis(REDIS_URL);
+
+@Controller()
+class WorkerController {
+  @EventPattern(STREAM)
+  @Idempotent({ ttlMs: 60_000, lockMs: 500 })
+  async handle(@Payload() data: { n: number }, @Ctx() ctx: RedisStreamsContext) {
+    if (data.n === stuckAt) {
+      process.send?.({ stuck: data.n, id: ctx.id });
+      await new Promise(() => undefined); // never ends: the test kills us here
+    }
+    await effects.hincrby(env('EFFECTS'), String(data.n), 1);
+    process.send?.({ handled: data.n });
+  }
+}
+
+@Module({
+  imports: [RedisStreamsModule.forRoot({ idempotency: { redis: REDIS_URL, keyPrefix: env('IDEM_PREFIX') } })],
+  controllers: [WorkerController],
+})
+class WorkerModule {}
+
+async function main(): Promise<void> {
+  const app = await NestFactory.createMicroservice(WorkerModule, {
+    logger: false,
+    strategy: new ServerRedisStreams({
+      connection: REDIS_URL,
+      group: env('GROUP'),
+      consumer: env('CONSUMER'),
+      concurrency: 1,
+      read: { count: 10, blockMs: 50 },
+      ack: { batchSize: 10_000, intervalMs: 60_000 }, // nothing is acked before the kill
+      claim: { minIdleMs: 60_000, intervalMs: 60_000 },
+    }),
+  });
+  await app.listen();
+  process.send?.({ ready: true });
+}
+
+void main();
