@@ -60,15 +60,20 @@ describe('StampedeEngine (memory store, fake clock and random)', () => {
     expect(await engine.getOrLoad('k', loader, policy, 'm')).toBe(1);
     expect(loads).toBe(1);
     // ...random close to 0 does: the caller still gets 1 at once, one recomputation starts.
+    // Draws are spaced by delta * beta / 20 = 5 ms: a firing random right away is not drawn.
     random = 0.001;
     expect(await engine.getOrLoad('k', loader, policy, 'm')).toBe(1);
+    expect(loads).toBe(1);
+    clock.t += 5;
+    expect(await engine.getOrLoad('k', loader, policy, 'm')).toBe(1);
+    clock.t += 5;
     expect(await engine.getOrLoad('k', loader, policy, 'm')).toBe(1);
     expect(loads).toBe(2); // coalesced: the second firing draw did not start another
     gate.shift()!();
     await flush();
     await flush();
     expect(await engine.getOrLoad('k', loader, policy, 'm')).toBe(2);
-    expect(engine.metrics.snapshot().m).toMatchObject({ earlyRecomputes: 1, staleServes: 2, misses: 1 });
+    expect(engine.metrics.snapshot().m).toMatchObject({ earlyRecomputes: 1, staleServes: 2, misses: 1, hits: 5 });
   });
 
   it('DistLock: waiters are woken by the fill, not by the lock TTL', async () => {
