@@ -1,0 +1,61 @@
+import { readFileSync } from 'node:fs';
+import * as os from 'node:os';
+import { join } from 'node:path';
+import type { Redis } from 'ioredis';
+
+/** What the benchmark ran on: printed at the top of every report and stored in its JSON. */
+export interface EnvInfo {
+  node: string;
+  redis: string;
+  redisUrl: string;
+  packages: Record<string, string>;
+  cpus: number;
+  cpuModel: string;
+  platform: string;
+}
+
+const ROOT = join(__dirname, '..', '..');
+
+/** Installed version of a package (from node_modules), or 'not installed'. */
+export function packageVersion(name: string): string {
+  try {
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version?: string };
+    return pkg.version ?? 'unknown';
+  } catch {
+    return 'not installed';
+  }
+}
+
+/** Parses an `INFO <section>` reply into key/value pairs. */
+export function parseInfo(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of text.split(/\r?\n/)) {
+    const i = line.indexOf(':');
+    if (i > 0 && !line.startsWith('#')) out[line.slice(0, i)] = line.slice(i + 1);
+  }
+  return out;
+}
+
+export async function collectEnvInfo(redis: Redis, redisUrl: string, packages: string[]): Promise<EnvInfo> {
+  const server = parseInfo(await redis.info('server'));
+  const cpus = os.cpus();
+  return {
+    node: process.version,
+    redis: server.redis_version ?? 'unknown',
+    redisUrl,
+    packages: Object.fromEntries(packages.map((p) => [p, packageVersion(p)])),
+    cpus: cpus.length,
+    cpuModel: cpus[0]?.model?.trim() ?? 'unknown',
+    platform: `${os.platform()} ${os.release()} ${os.arch()}`,
+  };
+}
+
+export function formatEnvInfo(info: EnvInfo): string {
+  const pkgs = Object.entries(info.packages)
+    .map(([name, v]) => `${name} ${v}`)
+    .join(', ');
+  return [
+    `node ${info.node} | redis ${info.redis} (${info.redisUrl}) | ${pkgs}`,
+    `cpus ${info.cpus} x ${info.cpuModel} | ${info.platform}`,
+  ].join('\n');
+}

@@ -1,0 +1,30 @@
+/*
+ * One forked instance of the benchmark app (--instances K). Config comes in BENCH_CONFIG; the
+ * parent sends { type: 'round', req } and gets { type: 'round', result }, or { type: 'exit' }.
+ */
+import { BenchApp, BenchConfig } from './bench-app';
+import { RoundRequest, runCliffRound } from './instances';
+
+type Command = { type: 'round'; req: RoundRequest } | { type: 'exit' };
+
+async function main(): Promise<void> {
+  const cfg = JSON.parse(process.env.BENCH_CONFIG!) as BenchConfig;
+  const app = await BenchApp.create(cfg);
+  process.on('message', (msg: Command) => {
+    if (msg.type === 'exit') {
+      void app.close().then(() => process.disconnect());
+      return;
+    }
+    runCliffRound(app, msg.req).then(
+      (result) => process.send!({ type: 'round', result }),
+      (err: unknown) => process.send!({ type: 'error', error: String(err) }),
+    );
+  });
+  process.send!({ type: 'ready' });
+}
+
+main().catch((err: unknown) => {
+  process.send?.({ type: 'error', error: String(err) });
+  process.exitCode = 1;
+  process.disconnect?.();
+});
