@@ -16,7 +16,11 @@ const common = {
 module.exports = {
   cacheDirectory: '<rootDir>/.jest-cache',
   projects: [
-    { ...common, displayName: 'unit', testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts'] },
+    {
+      ...common,
+      displayName: 'unit',
+      testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts'],
+    },
     {
       ...common,
       displayName: 'e2e',

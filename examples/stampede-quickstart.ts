@@ -64,14 +64,20 @@ async function main() {
   await stampede.invalidate('product:42'); // start cold
 
   const results = await Promise.all(Array.from({ length: 1000 }, () => products.findProduct(42)));
-  console.log(`1000 concurrent calls -> ${products.dbQueries} database query, value: ${JSON.stringify(results[999])}`);
+  console.log(
+    `1000 concurrent calls -> ${products.dbQueries} database query, value: ${JSON.stringify(results[999])}`,
+  );
 
   await products.countByCategory('books');
   await products.countByCategory('books');
   console.log(`after countByCategory twice -> ${products.dbQueries} database queries`);
 
   // Without decorators: the same flow through StampedeService.
-  const rate = await stampede.getOrLoad('fx:EURUSD', async () => 1.08, { ttl: '5s', singleFlight: true, lock: true });
+  const rate = await stampede.getOrLoad('fx:EURUSD', async () => 1.08, {
+    ttl: '5s',
+    singleFlight: true,
+    lock: true,
+  });
   console.log(`getOrLoad -> ${rate}`);
 
   console.log('metrics of findProduct:', stampede.metrics()['ProductService.findProduct']);

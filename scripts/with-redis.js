@@ -55,7 +55,11 @@ function findRedisServer() {
   }
   const found = spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' });
   if (found.status === 0 && found.stdout.trim()) return found.stdout.trim();
-  for (const p of ['/usr/bin/redis-server', '/usr/local/bin/redis-server', '/usr/sbin/redis-server']) {
+  for (const p of [
+    '/usr/bin/redis-server',
+    '/usr/local/bin/redis-server',
+    '/usr/sbin/redis-server',
+  ]) {
     if (fs.existsSync(p)) return p;
   }
   return undefined;
@@ -93,7 +97,18 @@ async function startRedis(bin) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'with-redis-'));
   const child = spawn(
     bin,
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      dir,
+    ],
     { stdio: 'ignore' },
   );
   for (let i = 0; i < 100; i++) {
@@ -129,7 +144,11 @@ async function main() {
       fs.rmSync(started.dir, { recursive: true, force: true });
     }
   };
-  const child = spawn(cmd[0], cmd.slice(1), { stdio: 'inherit', env, shell: process.platform === 'win32' });
+  const child = spawn(cmd[0], cmd.slice(1), {
+    stdio: 'inherit',
+    env,
+    shell: process.platform === 'win32',
+  });
   for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));
   child.on('exit', (code, signal) => {
     stop();

@@ -9,13 +9,21 @@ describe('README examples run as written', () => {
   jest.setTimeout(60_000);
 
   it('examples/stampede-quickstart.ts: 1000 concurrent calls make one database query', async () => {
-    const { stdout } = await run(process.execPath, ['-r', './scripts/register-ts.js', 'examples/stampede-quickstart.ts'], {
-      cwd: root,
-      env: { ...process.env, REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' },
-    });
-    expect(stdout).toContain('1000 concurrent calls -> 1 database query, value: {"id":42,"name":"product 42"}');
+    const { stdout } = await run(
+      process.execPath,
+      ['-r', './scripts/register-ts.js', 'examples/stampede-quickstart.ts'],
+      {
+        cwd: root,
+        env: { ...process.env, REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' },
+      },
+    );
+    expect(stdout).toContain(
+      '1000 concurrent calls -> 1 database query, value: {"id":42,"name":"product 42"}',
+    );
     expect(stdout).toContain('after countByCategory twice -> 2 database queries');
     expect(stdout).toContain('getOrLoad -> 1.08');
-    expect(stdout).toMatch(/health: \{ cache: \{ store: 'redis', latencyMs: \d+, status: 'up' \} \}/);
+    expect(stdout).toMatch(
+      /health: \{ cache: \{ store: 'redis', latencyMs: \d+, status: 'up' \} \}/,
+    );
   });
 });

@@ -8,11 +8,22 @@ export { STAMPEDE_STORE } from './nest/stampede.constants';
 export { STAMPEDE_MODULE_OPTIONS } from './nest/stampede.module-definition';
 
 export type { Duration } from './core/duration';
-export type { PolicyOptions, LockOptions, XFetchOptions, JitterOptions, StampedePolicy } from './core/policy';
+export type {
+  PolicyOptions,
+  LockOptions,
+  XFetchOptions,
+  JitterOptions,
+  StampedePolicy,
+} from './core/policy';
 export type { MethodMetrics } from './core/metrics';
 export type { Envelope } from './core/envelope';
 export type { StampedeStore, ReadOrLockResult, FillWatch } from './core/store';
-export { StampedeError, StampedeConfigError, StampedeKeyError, StoreUnavailableError } from './core/errors';
+export {
+  StampedeError,
+  StampedeConfigError,
+  StampedeKeyError,
+  StoreUnavailableError,
+} from './core/errors';
 
 export { RedisStore } from './redis/redis-store';
 export type { RedisStoreOptions, RedisConnection } from './redis/redis-store';

@@ -1,7 +1,14 @@
 import { Injectable } from '@nestjs/common';
 import { Test, TestingModule } from '@nestjs/testing';
 import { Cluster } from 'ioredis';
-import { Cacheable, DistLock, SingleFlight, StampedeModule, StampedeService, XFetch } from '@app/stampede';
+import {
+  Cacheable,
+  DistLock,
+  SingleFlight,
+  StampedeModule,
+  StampedeService,
+  XFetch,
+} from '@app/stampede';
 import { ThrowawayCluster } from './support/cluster';
 import { delay } from './support/redis';
 
@@ -56,11 +63,15 @@ describe('Redis Cluster client (a throwaway 3-node cluster)', () => {
   it('two apps on their own Cluster clients: one load per key, keys spread over the nodes', async () => {
     const ids = Array.from({ length: 30 }, (_, i) => i);
     const results = await Promise.all(
-      ids.flatMap((id) => apps.flatMap((app) => Array.from({ length: 10 }, () => app.get(ProductService).find(id)))),
+      ids.flatMap((id) =>
+        apps.flatMap((app) => Array.from({ length: 10 }, () => app.get(ProductService).find(id))),
+      ),
     );
     expect(results).toHaveLength(600);
     for (const id of ids) expect(loads.get(`p${id}`)).toBe(1);
-    const slots = await Promise.all(ids.map((id) => clients[0].cluster('KEYSLOT', `stampede:{product:${id}}`)));
+    const slots = await Promise.all(
+      ids.map((id) => clients[0].cluster('KEYSLOT', `stampede:{product:${id}}`)),
+    );
     expect(new Set(slots.map((s) => Math.floor(Number(s) / 5462))).size).toBeGreaterThan(1);
     const metrics = apps.map((a) => a.get(StampedeService).metrics()['ProductService.find']);
     expect(metrics.reduce((n, m) => n + m.storeErrors, 0)).toBe(0);

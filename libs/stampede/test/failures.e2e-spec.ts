@@ -69,7 +69,9 @@ describe('loader errors and cached nothing (real Redis)', () => {
     const settled = await Promise.allSettled(Array.from({ length: 200 }, () => service.load('a')));
     expect(service.calls).toBe(1);
     const reasons = settled.map((s) => (s.status === 'rejected' ? s.reason : s));
-    expect(reasons.every((r) => r instanceof BackendDown && r.message === 'backend down for a')).toBe(true);
+    expect(
+      reasons.every((r) => r instanceof BackendDown && r.message === 'backend down for a'),
+    ).toBe(true);
     expect(await redis.exists(`${prefix}{flaky:a}`)).toBe(0);
     expect(await redis.exists(`${prefix}{flaky:a}:lock`)).toBe(0);
 
@@ -78,7 +80,10 @@ describe('loader errors and cached nothing (real Redis)', () => {
     expect(service.calls).toBe(2);
     await expect(service.load('a')).resolves.toBe('ok-a');
     expect(service.calls).toBe(2);
-    expect(moduleRef.get(StampedeService).metrics()['FlakyService.load']).toMatchObject({ errors: 1, loads: 2 });
+    expect(moduleRef.get(StampedeService).metrics()['FlakyService.load']).toMatchObject({
+      errors: 1,
+      loads: 2,
+    });
   });
 
   it('null is cached (negative caching); undefined is never cached', async () => {
@@ -110,7 +115,9 @@ describe('loader errors and cached nothing (real Redis)', () => {
 
 describe('start-up errors', () => {
   const build = (providers: any[], options = {}) =>
-    Test.createTestingModule({ imports: [StampedeModule.forRoot(options)], providers }).compile().then((m) => m.init());
+    Test.createTestingModule({ imports: [StampedeModule.forRoot(options)], providers })
+      .compile()
+      .then((m) => m.init());
 
   it('refuses a decorated method on a request-scoped provider, naming it', async () => {
     @Injectable({ scope: Scope.REQUEST })
@@ -120,7 +127,9 @@ describe('start-up errors', () => {
         return 1;
       }
     }
-    await expect(build([PerRequest])).rejects.toThrow(/PerRequest\.find .*request-scoped.*singleton provider/);
+    await expect(build([PerRequest])).rejects.toThrow(
+      /PerRequest\.find .*request-scoped.*singleton provider/,
+    );
   });
 
   it.each([
@@ -146,7 +155,9 @@ describe('start-up errors', () => {
       }
     }
     await expect(build([BadBeta])).rejects.toThrow(StampedeConfigError);
-    await expect(build([BadBeta])).rejects.toThrow(/BadBeta\.find: XFetch beta must be a number > 0/);
+    await expect(build([BadBeta])).rejects.toThrow(
+      /BadBeta\.find: XFetch beta must be a number > 0/,
+    );
   });
 
   it('rejects a poll longer than the lock TTL', async () => {
@@ -157,11 +168,17 @@ describe('start-up errors', () => {
         return 1;
       }
     }
-    await expect(build([BadPoll])).rejects.toThrow(/lock poll \(500 ms\) is longer than the lock ttl \(100 ms\)/);
+    await expect(build([BadPoll])).rejects.toThrow(
+      /lock poll \(500 ms\) is longer than the lock ttl \(100 ms\)/,
+    );
   });
 
   it('rejects a negative defaultTtl and conflicting stores', async () => {
-    await expect(build([], { defaultTtl: -1 })).rejects.toThrow(/defaultTtl must be a positive duration/);
-    await expect(build([], { redis: REDIS_URL, store: {} })).rejects.toThrow(/give one of redis, cacheManager or store/);
+    await expect(build([], { defaultTtl: -1 })).rejects.toThrow(
+      /defaultTtl must be a positive duration/,
+    );
+    await expect(build([], { redis: REDIS_URL, store: {} })).rejects.toThrow(
+      /give one of redis, cacheManager or store/,
+    );
   });
 });

@@ -56,7 +56,8 @@ describe('JitterTtl (real Redis, TTLs read back with PTTL)', () => {
     expect(Math.max(...ttls)).toBeLessThanOrEqual(TTL * 1.2);
     // Spread over the whole window: each fifth of [8 s, 12 s] holds a fair share (uniform: 200).
     const buckets = [0, 0, 0, 0, 0];
-    for (const t of ttls) buckets[Math.min(4, Math.max(0, Math.floor((t + elapsed - TTL * 0.8) / (TTL * 0.08))))]++;
+    for (const t of ttls)
+      buckets[Math.min(4, Math.max(0, Math.floor((t + elapsed - TTL * 0.8) / (TTL * 0.08))))]++;
     for (const b of buckets) expect(b).toBeGreaterThan(120);
   });
 

@@ -1,7 +1,14 @@
 import { Injectable } from '@nestjs/common';
 import { Test, TestingModule } from '@nestjs/testing';
 import { Redis } from 'ioredis';
-import { Cacheable, DistLock, SingleFlight, StampedeHealthIndicator, StampedeModule, StampedeService } from '@app/stampede';
+import {
+  Cacheable,
+  DistLock,
+  SingleFlight,
+  StampedeHealthIndicator,
+  StampedeModule,
+  StampedeService,
+} from '@app/stampede';
 import { ThrowawayRedis, delay } from './support/redis';
 
 @Injectable()
@@ -45,7 +52,9 @@ describe('Redis stopped and restarted (a redis-server of this test)', () => {
     expect(await users.find(1)).toEqual({ id: 1, name: 'user-1' });
     expect(await users.find(1)).toEqual({ id: 1, name: 'user-1' });
     expect(users.loads).toBe(1);
-    expect(await health.isHealthy('cache')).toMatchObject({ cache: { status: 'up', store: 'redis' } });
+    expect(await health.isHealthy('cache')).toMatchObject({
+      cache: { status: 'up', store: 'redis' },
+    });
 
     await server.stop();
 
@@ -66,7 +75,9 @@ describe('Redis stopped and restarted (a redis-server of this test)', () => {
     const down = await health.isHealthy('cache', { timeout: 500 });
     expect(Date.now() - started).toBeLessThan(1500);
     expect(down).toMatchObject({ cache: { status: 'down', store: 'redis' } });
-    expect(moduleRef.get(StampedeService).metrics()['UserService.find'].storeErrors).toBeGreaterThan(0);
+    expect(
+      moduleRef.get(StampedeService).metrics()['UserService.find'].storeErrors,
+    ).toBeGreaterThan(0);
 
     await server.start();
     let status = 'down';

@@ -49,7 +49,10 @@ describe('RedisStore lock and notification (inspects Redis keys)', () => {
     expect(woken).toBe(true);
     watch.cancel();
     expect(await redis.exists(`${prefix}{k2}:lock`)).toBe(0);
-    expect(await other.readOrLock('k2', 'token-b', 5000)).toMatchObject({ kind: 'hit', envelope: { v: { n: 1 }, d: 12 } });
+    expect(await other.readOrLock('k2', 'token-b', 5000)).toMatchObject({
+      kind: 'hit',
+      envelope: { v: { n: 1 }, d: 12 },
+    });
     expect(await redis.pttl(`${prefix}{k2}`)).toBeGreaterThan(900);
   });
 

@@ -58,7 +58,9 @@ describe('single-flight against a real Redis', () => {
 
   it('1000 concurrent calls over 10 keys run the loader once per key', async () => {
     const symbols = Array.from({ length: 10 }, (_, i) => `SYM${i}`);
-    const results = await Promise.all(Array.from({ length: 1000 }, (_, i) => service.price(symbols[i % 10])));
+    const results = await Promise.all(
+      Array.from({ length: 1000 }, (_, i) => service.price(symbols[i % 10])),
+    );
     for (const s of symbols) expect(service.loads.get(s)).toBe(1);
     results.forEach((r, i) => expect(r.symbol).toBe(symbols[i % 10]));
   });

@@ -2,7 +2,14 @@ import { CACHE_MANAGER, CacheModule } from '@nestjs/cache-manager';
 import { Injectable, Logger, Module } from '@nestjs/common';
 import { Test, TestingModule } from '@nestjs/testing';
 import type { Cache } from 'cache-manager';
-import { Cacheable, DistLock, SingleFlight, STAMPEDE_STORE, StampedeModule, StampedeStore } from '@app/stampede';
+import {
+  Cacheable,
+  DistLock,
+  SingleFlight,
+  STAMPEDE_STORE,
+  StampedeModule,
+  StampedeStore,
+} from '@app/stampede';
 import { REDIS_URL, delay } from './support/redis';
 
 @Injectable()
@@ -30,7 +37,10 @@ async function exercise(moduleRef: TestingModule): Promise<SlowService> {
 
 describe('stores', () => {
   it('without redis: the in-memory store (one process)', async () => {
-    const moduleRef = await Test.createTestingModule({ imports: [StampedeModule.forRoot({})], providers: [SlowService] }).compile();
+    const moduleRef = await Test.createTestingModule({
+      imports: [StampedeModule.forRoot({})],
+      providers: [SlowService],
+    }).compile();
     await moduleRef.init();
     expect(moduleRef.get<StampedeStore>(STAMPEDE_STORE).name).toBe('memory');
     await exercise(moduleRef);
@@ -54,7 +64,9 @@ describe('stores', () => {
       providers: [SlowService],
     }).compile();
     await moduleRef.init();
-    expect(warn.mock.calls.some(([m]) => /@DistLock locks only within this process/.test(String(m)))).toBe(true);
+    expect(
+      warn.mock.calls.some(([m]) => /@DistLock locks only within this process/.test(String(m))),
+    ).toBe(true);
     warn.mockRestore();
     await exercise(moduleRef);
     const cache = moduleRef.get<Cache>(CACHE_MANAGER);

@@ -1,7 +1,14 @@
 import { Injectable } from '@nestjs/common';
 import { Test, TestingModule } from '@nestjs/testing';
 import { Redis } from 'ioredis';
-import { Cacheable, DistLock, SingleFlight, StampedeModule, StampedeService, XFetch } from '@app/stampede';
+import {
+  Cacheable,
+  DistLock,
+  SingleFlight,
+  StampedeModule,
+  StampedeService,
+  XFetch,
+} from '@app/stampede';
 import { REDIS_URL, delay, deleteKeys, uniquePrefix } from './support/redis';
 
 const TTL = 1500;
@@ -66,7 +73,8 @@ describe('XFetch under steady traffic (two app instances, real Redis)', () => {
     await delay(LOAD_MS * 2); // let a last background recomputation finish
 
     const metrics = apps.map((a) => a.get(StampedeService).metrics()['QuoteService.quote']);
-    const sum = (k: 'misses' | 'earlyRecomputes' | 'hits' | 'staleServes') => metrics.reduce((n, m) => n + m[k], 0);
+    const sum = (k: 'misses' | 'earlyRecomputes' | 'hits' | 'staleServes') =>
+      metrics.reduce((n, m) => n + m[k], 0);
     // Only the warm-up call missed: nobody else waited for the loader.
     expect(sum('misses')).toBe(1);
     expect(sum('hits')).toBe(calls);

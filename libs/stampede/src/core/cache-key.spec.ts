@@ -3,7 +3,9 @@ import { methodKey, serializeArgs } from './cache-key';
 
 describe('serializeArgs', () => {
   it('is stable under object key order', () => {
-    expect(serializeArgs([{ a: 1, b: { c: 2, d: 3 } }])).toBe(serializeArgs([{ b: { d: 3, c: 2 }, a: 1 }]));
+    expect(serializeArgs([{ a: 1, b: { c: 2, d: 3 } }])).toBe(
+      serializeArgs([{ b: { d: 3, c: 2 }, a: 1 }]),
+    );
   });
 
   it('tells apart values that JSON would merge', () => {
@@ -29,7 +31,21 @@ describe('serializeArgs', () => {
 
   it('orders Sets and Maps by content', () => {
     expect(serializeArgs([new Set([2, 1])])).toBe(serializeArgs([new Set([1, 2])]));
-    expect(serializeArgs([new Map([['b', 1], ['a', 2]])])).toBe(serializeArgs([new Map([['a', 2], ['b', 1]])]));
+    expect(
+      serializeArgs([
+        new Map([
+          ['b', 1],
+          ['a', 2],
+        ]),
+      ]),
+    ).toBe(
+      serializeArgs([
+        new Map([
+          ['a', 2],
+          ['b', 1],
+        ]),
+      ]),
+    );
   });
 
   it('refuses functions, symbols and cycles with a message that says what to do', () => {

@@ -36,18 +36,25 @@ function serialize(value: unknown, seen: Set<object>): string {
   if (value === null) return 'null';
   const obj = value as object;
   if (seen.has(obj)) {
-    throw new StampedeKeyError('cannot build a cache key from an argument that contains a cycle; pass a key function');
+    throw new StampedeKeyError(
+      'cannot build a cache key from an argument that contains a cycle; pass a key function',
+    );
   }
   seen.add(obj);
   try {
     if (value instanceof Date) return `Date(${value.toISOString()})`;
     if (Array.isArray(value)) return `[${value.map((v) => serialize(v, seen)).join(',')}]`;
     if (value instanceof Map) {
-      const entries = [...value.entries()].map(([k, v]) => `${serialize(k, seen)}=>${serialize(v, seen)}`).sort();
+      const entries = [...value.entries()]
+        .map(([k, v]) => `${serialize(k, seen)}=>${serialize(v, seen)}`)
+        .sort();
       return `Map{${entries.join(',')}}`;
     }
     if (value instanceof Set) {
-      return `Set{${[...value].map((v) => serialize(v, seen)).sort().join(',')}}`;
+      return `Set{${[...value]
+        .map((v) => serialize(v, seen))
+        .sort()
+        .join(',')}}`;
     }
     const keys = Object.keys(obj).sort();
     const record = obj as Record<string, unknown>;

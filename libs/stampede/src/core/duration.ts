@@ -20,7 +20,9 @@ export function toMs(value: Duration, what: string): number {
     }
     ms = Number(match[1]) * UNITS[match[2] ?? 'ms'];
   } else {
-    throw new StampedeConfigError(`${what}: expected a number of milliseconds or a string like '30s', got ${typeof value}`);
+    throw new StampedeConfigError(
+      `${what}: expected a number of milliseconds or a string like '30s', got ${typeof value}`,
+    );
   }
   if (!Number.isFinite(ms) || ms <= 0) {
     throw new StampedeConfigError(`${what} must be a positive duration, got ${String(value)}`);

@@ -12,7 +12,9 @@ export function encodeEnvelope(envelope: Envelope): string {
 }
 
 /** Returns undefined for anything that is not an envelope (a foreign or corrupt value is a miss). */
-export function decodeEnvelope<T = unknown>(raw: string | null | undefined): Envelope<T> | undefined {
+export function decodeEnvelope<T = unknown>(
+  raw: string | null | undefined,
+): Envelope<T> | undefined {
   if (raw === null || raw === undefined) return undefined;
   try {
     const parsed = JSON.parse(raw) as Envelope<T>;

@@ -31,10 +31,18 @@ describe('resolvePolicy', () => {
   });
 
   it('names the method in every error', () => {
-    expect(() => resolvePolicy({ xfetch: { beta: 0 } }, 1000, 'A.b')).toThrow(/^A\.b: XFetch beta must be a number > 0/);
-    expect(() => resolvePolicy({ lock: { ttl: 10, poll: 20 } }, 1000, 'A.b')).toThrow(/^A\.b: lock poll \(20 ms\)/);
-    expect(() => resolvePolicy({ jitter: 1 }, 1000, 'A.b')).toThrow(/^A\.b: jitter ratio must be in \[0, 1\)/);
+    expect(() => resolvePolicy({ xfetch: { beta: 0 } }, 1000, 'A.b')).toThrow(
+      /^A\.b: XFetch beta must be a number > 0/,
+    );
+    expect(() => resolvePolicy({ lock: { ttl: 10, poll: 20 } }, 1000, 'A.b')).toThrow(
+      /^A\.b: lock poll \(20 ms\)/,
+    );
+    expect(() => resolvePolicy({ jitter: 1 }, 1000, 'A.b')).toThrow(
+      /^A\.b: jitter ratio must be in \[0, 1\)/,
+    );
     expect(() => resolvePolicy({ ttl: '-5s' }, 1000, 'A.b')).toThrow(/^A\.b: ttl/);
-    expect(() => resolvePolicy({ cache: false, lock: true }, 1000, 'A.b')).toThrow(/work on cached values/);
+    expect(() => resolvePolicy({ cache: false, lock: true }, 1000, 'A.b')).toThrow(
+      /work on cached values/,
+    );
   });
 });

@@ -57,7 +57,11 @@ export const DEFAULT_BETA = 1;
 export const DEFAULT_JITTER_RATIO = 0.1;
 
 /** Validates options and fills defaults; `where` names the method or call site in errors. */
-export function resolvePolicy(options: PolicyOptions, defaultTtl: number, where: string): StampedePolicy {
+export function resolvePolicy(
+  options: PolicyOptions,
+  defaultTtl: number,
+  where: string,
+): StampedePolicy {
   const ttl = options.ttl === undefined ? defaultTtl : toMs(options.ttl, `${where}: ttl`);
   const policy: StampedePolicy = {
     cache: options.cache ?? true,
@@ -68,16 +72,21 @@ export function resolvePolicy(options: PolicyOptions, defaultTtl: number, where:
   if (options.xfetch) {
     const beta = options.xfetch === true ? DEFAULT_BETA : (options.xfetch.beta ?? DEFAULT_BETA);
     if (typeof beta !== 'number' || !Number.isFinite(beta) || beta <= 0) {
-      throw new StampedeConfigError(`${where}: XFetch beta must be a number > 0 (1 is the paper's default), got ${String(beta)}`);
+      throw new StampedeConfigError(
+        `${where}: XFetch beta must be a number > 0 (1 is the paper's default), got ${String(beta)}`,
+      );
     }
     policy.xfetch = { beta };
   }
   if (options.lock) {
     const lock = options.lock === true ? {} : options.lock;
-    const lockTtl = lock.ttl === undefined ? DEFAULT_LOCK_TTL : toMs(lock.ttl, `${where}: lock ttl`);
+    const lockTtl =
+      lock.ttl === undefined ? DEFAULT_LOCK_TTL : toMs(lock.ttl, `${where}: lock ttl`);
     const poll = lock.poll ?? DEFAULT_LOCK_POLL;
     if (typeof poll !== 'number' || !Number.isFinite(poll) || poll <= 0) {
-      throw new StampedeConfigError(`${where}: lock poll must be a positive number of ms, got ${String(poll)}`);
+      throw new StampedeConfigError(
+        `${where}: lock poll must be a positive number of ms, got ${String(poll)}`,
+      );
     }
     if (poll > lockTtl) {
       throw new StampedeConfigError(
@@ -88,14 +97,21 @@ export function resolvePolicy(options: PolicyOptions, defaultTtl: number, where:
     policy.lock = { ttl: lockTtl, poll, wait, autoExtend: lock.autoExtend ?? false };
   }
   if (options.jitter !== undefined) {
-    const ratio = typeof options.jitter === 'number' ? options.jitter : (options.jitter.ratio ?? DEFAULT_JITTER_RATIO);
+    const ratio =
+      typeof options.jitter === 'number'
+        ? options.jitter
+        : (options.jitter.ratio ?? DEFAULT_JITTER_RATIO);
     if (typeof ratio !== 'number' || !(ratio >= 0 && ratio < 1)) {
-      throw new StampedeConfigError(`${where}: jitter ratio must be in [0, 1), got ${String(ratio)}`);
+      throw new StampedeConfigError(
+        `${where}: jitter ratio must be in [0, 1), got ${String(ratio)}`,
+      );
     }
     policy.jitter = { ratio };
   }
   if (!policy.cache && (policy.xfetch || policy.lock || policy.jitter)) {
-    throw new StampedeConfigError(`${where}: XFetch, DistLock and JitterTtl work on cached values; remove cache: false`);
+    throw new StampedeConfigError(
+      `${where}: XFetch, DistLock and JitterTtl work on cached values; remove cache: false`,
+    );
   }
   return policy;
 }

@@ -73,14 +73,20 @@ describe('StampedeEngine (memory store, fake clock and random)', () => {
     await flush();
     await flush();
     expect(await engine.getOrLoad('k', loader, policy, 'm')).toBe(2);
-    expect(engine.metrics.snapshot().m).toMatchObject({ earlyRecomputes: 1, staleServes: 2, misses: 1, hits: 5 });
+    expect(engine.metrics.snapshot().m).toMatchObject({
+      earlyRecomputes: 1,
+      staleServes: 2,
+      misses: 1,
+      hits: 5,
+    });
   });
 
   it('DistLock: waiters are woken by the fill, not by the lock TTL', async () => {
     const policy = resolvePolicy({ ttl: 1000, lock: { ttl: 60_000, poll: 1 } }, 60_000, 't');
     let loads = 0;
     let release!: () => void;
-    const loader = () => new Promise<string>((resolve) => ((loads++), (release = () => resolve('v'))));
+    const loader = () =>
+      new Promise<string>((resolve) => (loads++, (release = () => resolve('v'))));
     const callers = Array.from({ length: 50 }, () => engine.getOrLoad('k', loader, policy, 'm'));
     await flush();
     expect(loads).toBe(1);

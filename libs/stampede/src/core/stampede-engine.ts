@@ -60,7 +60,12 @@ export class StampedeEngine {
     this.logger = deps.logger;
   }
 
-  async getOrLoad<T>(key: string, loader: Loader<T>, policy: StampedePolicy, name = key): Promise<T> {
+  async getOrLoad<T>(
+    key: string,
+    loader: Loader<T>,
+    policy: StampedePolicy,
+    name = key,
+  ): Promise<T> {
     const m = this.metrics.for(name);
     m.calls++;
     const run = () =>
@@ -98,7 +103,12 @@ export class StampedeEngine {
     await Promise.allSettled([...this.background]);
   }
 
-  private async resolve<T>(key: string, loader: Loader<T>, policy: StampedePolicy, m: MethodMetrics): Promise<Outcome<T>> {
+  private async resolve<T>(
+    key: string,
+    loader: Loader<T>,
+    policy: StampedePolicy,
+    m: MethodMetrics,
+  ): Promise<Outcome<T>> {
     let envelope: Envelope<T> | undefined;
     try {
       envelope = await this.store.get<T>(key);
@@ -115,7 +125,12 @@ export class StampedeEngine {
     return { value: await this.loadAndStore(key, loader, policy, m), hit: false };
   }
 
-  private async loadUnderLock<T>(key: string, loader: Loader<T>, policy: StampedePolicy, m: MethodMetrics): Promise<T> {
+  private async loadUnderLock<T>(
+    key: string,
+    loader: Loader<T>,
+    policy: StampedePolicy,
+    m: MethodMetrics,
+  ): Promise<T> {
     const lock = policy.lock!;
     const token = randomUUID();
     const deadline = this.clock.now() + lock.wait;
@@ -174,7 +189,8 @@ export class StampedeEngine {
     m: MethodMetrics,
     token?: string,
   ): Promise<T> {
-    const extender = token && policy.lock?.autoExtend ? this.autoExtend(key, token, policy.lock.ttl) : undefined;
+    const extender =
+      token && policy.lock?.autoExtend ? this.autoExtend(key, token, policy.lock.ttl) : undefined;
     const started = this.clock.now();
     let value: T;
     try {
@@ -188,7 +204,9 @@ export class StampedeEngine {
     const storable = value !== undefined && (value !== null || policy.cacheNull);
     try {
       if (storable) {
-        const ttl = policy.jitter ? jitterTtl(policy.ttl, policy.jitter.ratio, this.random) : policy.ttl;
+        const ttl = policy.jitter
+          ? jitterTtl(policy.ttl, policy.jitter.ratio, this.random)
+          : policy.ttl;
         const now = this.clock.now();
         await this.store.fill(key, { v: value, d: now - started, e: now + ttl }, ttl, token);
       } else if (token) {
@@ -211,7 +229,11 @@ export class StampedeEngine {
     }
   }
 
-  private async withoutStore<T>(err: unknown, loader: Loader<T>, m: MethodMetrics): Promise<Outcome<T>> {
+  private async withoutStore<T>(
+    err: unknown,
+    loader: Loader<T>,
+    m: MethodMetrics,
+  ): Promise<Outcome<T>> {
     this.noteStoreError(err, m);
     return { value: await this.runLoader(loader, m), hit: false };
   }
@@ -222,7 +244,9 @@ export class StampedeEngine {
     if (now - this.lastStoreWarning >= 10_000) {
       this.lastStoreWarning = now;
       const message = err instanceof Error ? err.message : String(err);
-      this.logger?.warn(`${this.store.name} store unavailable (${message}); answering from the loader`);
+      this.logger?.warn(
+        `${this.store.name} store unavailable (${message}); answering from the loader`,
+      );
     }
   }
 
@@ -256,7 +280,9 @@ export class StampedeEngine {
         await this.loadAndStore(key, loader, policy, m, token);
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err);
-        this.logger?.warn(`early recomputation of "${key}" failed: ${message}; the current value is kept`);
+        this.logger?.warn(
+          `early recomputation of "${key}" failed: ${message}; the current value is kept`,
+        );
       } finally {
         if (release) this.refreshing.delete(key);
       }
@@ -283,9 +309,12 @@ export class StampedeEngine {
   }
 
   private autoExtend(key: string, token: string, ttl: number): NodeJS.Timeout {
-    const timer = setInterval(() => {
-      this.store.extendLock(key, token, ttl).catch(() => undefined);
-    }, Math.max(1, Math.floor(ttl / 3)));
+    const timer = setInterval(
+      () => {
+        this.store.extendLock(key, token, ttl).catch(() => undefined);
+      },
+      Math.max(1, Math.floor(ttl / 3)),
+    );
     timer.unref();
     return timer;
   }

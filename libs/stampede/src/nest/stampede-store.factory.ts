@@ -37,9 +37,13 @@ export async function createStampedeStore(options: StampedeModuleOptions): Promi
 }
 
 function validateOptions(options: StampedeModuleOptions): void {
-  const given = ['redis', 'cacheManager', 'store'].filter((k) => options[k as keyof StampedeModuleOptions] !== undefined);
+  const given = ['redis', 'cacheManager', 'store'].filter(
+    (k) => options[k as keyof StampedeModuleOptions] !== undefined,
+  );
   if (given.length > 1) {
-    throw new StampedeConfigError(`StampedeModule: give one of redis, cacheManager or store, not ${given.join(' and ')}`);
+    throw new StampedeConfigError(
+      `StampedeModule: give one of redis, cacheManager or store, not ${given.join(' and ')}`,
+    );
   }
   if (options.keyPrefix !== undefined && typeof options.keyPrefix !== 'string') {
     throw new StampedeConfigError('StampedeModule: keyPrefix must be a string');
@@ -48,10 +52,17 @@ function validateOptions(options: StampedeModuleOptions): void {
   for (const name of ['operationTimeout', 'connectTimeout'] as const) {
     const value = options[name];
     if (value !== undefined && !(typeof value === 'number' && value > 0)) {
-      throw new StampedeConfigError(`StampedeModule: ${name} must be a positive number of ms, got ${String(value)}`);
+      throw new StampedeConfigError(
+        `StampedeModule: ${name} must be a positive number of ms, got ${String(value)}`,
+      );
     }
   }
-  if (options.cooldown !== undefined && !(typeof options.cooldown === 'number' && options.cooldown >= 0)) {
-    throw new StampedeConfigError(`StampedeModule: cooldown must be a number of ms >= 0, got ${String(options.cooldown)}`);
+  if (
+    options.cooldown !== undefined &&
+    !(typeof options.cooldown === 'number' && options.cooldown >= 0)
+  ) {
+    throw new StampedeConfigError(
+      `StampedeModule: cooldown must be a number of ms >= 0, got ${String(options.cooldown)}`,
+    );
   }
 }

@@ -29,7 +29,9 @@ export class StampedeExplorer implements OnModuleInit {
       const prototype = Object.getPrototypeOf(instance) as object;
       const methods = this.scanner
         .getAllMethodNames(prototype)
-        .filter((name) => Reflect.hasMetadata(STAMPEDE_POLICY, (prototype as Record<string, object>)[name]));
+        .filter((name) =>
+          Reflect.hasMetadata(STAMPEDE_POLICY, (prototype as Record<string, object>)[name]),
+        );
       if (methods.length === 0) continue;
       const className = (metatype as { name?: string }).name || String(wrapper.name);
       if (!wrapper.isDependencyTreeStatic()) {

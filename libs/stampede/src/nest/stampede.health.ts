@@ -14,7 +14,10 @@ export class StampedeHealthIndicator {
     private readonly health: HealthIndicatorService,
   ) {}
 
-  async isHealthy<const Key extends string = 'stampede'>(key: Key = 'stampede' as Key, options: { timeout?: number } = {}) {
+  async isHealthy<const Key extends string = 'stampede'>(
+    key: Key = 'stampede' as Key,
+    options: { timeout?: number } = {},
+  ) {
     const indicator = this.health.check(key);
     const timeout = options.timeout ?? 1000;
     const started = Date.now();
@@ -28,7 +31,10 @@ export class StampedeHealthIndicator {
       ]);
       return indicator.up({ store: this.store.name, latencyMs: Date.now() - started });
     } catch (err) {
-      return indicator.down({ store: this.store.name, message: err instanceof Error ? err.message : String(err) });
+      return indicator.down({
+        store: this.store.name,
+        message: err instanceof Error ? err.message : String(err),
+      });
     } finally {
       clearTimeout(timer);
     }

@@ -24,16 +24,27 @@ export class StampedeService implements OnApplicationShutdown {
     @Inject(STAMPEDE_STORE) readonly store: StampedeStore,
     @Inject(STAMPEDE_MODULE_OPTIONS) options: StampedeModuleOptions,
   ) {
-    this.defaultTtl = options.defaultTtl === undefined ? DEFAULT_TTL_MS : toMs(options.defaultTtl, 'StampedeModule defaultTtl');
+    this.defaultTtl =
+      options.defaultTtl === undefined
+        ? DEFAULT_TTL_MS
+        : toMs(options.defaultTtl, 'StampedeModule defaultTtl');
     const logger = new Logger('Stampede');
-    this.engine = new StampedeEngine({ store, logger: { warn: (message) => logger.warn(message) } });
+    this.engine = new StampedeEngine({
+      store,
+      logger: { warn: (message) => logger.warn(message) },
+    });
   }
 
   /**
    * Returns the cached value of `key`, or runs `loader` once (per key, per the policy) and caches it.
    * `policy` defaults to caching with the module's defaultTtl; `name` groups the metrics (default: the key).
    */
-  getOrLoad<T>(key: string, loader: Loader<T>, policy: PolicyOptions = {}, name?: string): Promise<T> {
+  getOrLoad<T>(
+    key: string,
+    loader: Loader<T>,
+    policy: PolicyOptions = {},
+    name?: string,
+  ): Promise<T> {
     return this.engine.getOrLoad(key, loader, this.policyFor(policy), name ?? key);
   }
 

@@ -70,10 +70,14 @@ export class RedisStore implements StampedeStore {
     if (this.ownsClient) this.client.on('error', () => undefined);
     for (const script of SCRIPTS) {
       if (!(script.name in this.client)) {
-        this.client.defineCommand(script.name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
+        this.client.defineCommand(script.name, {
+          numberOfKeys: script.numberOfKeys,
+          lua: script.lua,
+        });
       }
     }
-    this.subscriber = this.client instanceof Cluster ? this.client.duplicate() : this.client.duplicate();
+    this.subscriber =
+      this.client instanceof Cluster ? this.client.duplicate() : this.client.duplicate();
     this.subscriber.on('error', () => undefined);
     this.subscriber.on('message', (channel: string, key: string) => {
       if (channel === this.keys.channel) this.notify(key);
@@ -86,13 +90,19 @@ export class RedisStore implements StampedeStore {
   /** Resolves once both connections are ready, or after `timeoutMs` (then calls fall back to the loader until Redis answers). */
   async waitUntilReady(timeoutMs = 2000): Promise<boolean> {
     // A client created with lazyConnect waits for its first command; a store needs it connected.
-    for (const c of [this.client, this.subscriber]) if (c.status === 'wait') c.connect().catch(() => undefined);
+    for (const c of [this.client, this.subscriber])
+      if (c.status === 'wait') c.connect().catch(() => undefined);
     const ready = (c: Client) =>
       c.status === 'ready'
         ? Promise.resolve()
         : new Promise<void>((resolve) => c.once('ready', () => resolve()));
-    const timer = new Promise<false>((resolve) => setTimeout(() => resolve(false), timeoutMs).unref());
-    return Promise.race([Promise.all([ready(this.client), ready(this.subscriber)]).then(() => true), timer]);
+    const timer = new Promise<false>((resolve) =>
+      setTimeout(() => resolve(false), timeoutMs).unref(),
+    );
+    return Promise.race([
+      Promise.all([ready(this.client), ready(this.subscriber)]).then(() => true),
+      timer,
+    ]);
   }
 
   async get<T>(key: string): Promise<Envelope<T> | undefined> {
@@ -100,7 +110,9 @@ export class RedisStore implements StampedeStore {
   }
 
   async set(key: string, envelope: Envelope, ttlMs: number): Promise<void> {
-    await this.call(() => this.client.set(this.keys.value(key), encodeEnvelope(envelope), 'PX', ttlMs));
+    await this.call(() =>
+      this.client.set(this.keys.value(key), encodeEnvelope(envelope), 'PX', ttlMs),
+    );
   }
 
   async delete(key: string): Promise<void> {
@@ -108,10 +120,13 @@ export class RedisStore implements StampedeStore {
   }
 
   async readOrLock<T>(key: string, token: string, lockTtlMs: number): Promise<ReadOrLockResult<T>> {
-    const reply = (await this.script(READ_OR_LOCK.name, this.keys.value(key), this.keys.lock(key), token, lockTtlMs)) as [
-      number,
-      (string | number)?,
-    ];
+    const reply = (await this.script(
+      READ_OR_LOCK.name,
+      this.keys.value(key),
+      this.keys.lock(key),
+      token,
+      lockTtlMs,
+    )) as [number, (string | number)?];
     if (reply[0] === 1) {
       const envelope = decodeEnvelope<T>(reply[1] as string);
       if (envelope) return { kind: 'hit', envelope };
@@ -124,7 +139,9 @@ export class RedisStore implements StampedeStore {
   }
 
   async tryLock(key: string, token: string, lockTtlMs: number): Promise<boolean> {
-    const reply = await this.call(() => this.client.set(this.keys.lock(key), token, 'PX', lockTtlMs, 'NX'));
+    const reply = await this.call(() =>
+      this.client.set(this.keys.lock(key), token, 'PX', lockTtlMs, 'NX'),
+    );
     return reply === 'OK';
   }
 
@@ -133,7 +150,9 @@ export class RedisStore implements StampedeStore {
   }
 
   async unlock(key: string, token: string): Promise<boolean> {
-    return (await this.script(UNLOCK.name, this.keys.lock(key), token, this.keys.channel, key)) === 1;
+    return (
+      (await this.script(UNLOCK.name, this.keys.lock(key), token, this.keys.channel, key)) === 1
+    );
   }
 
   async fill(key: string, envelope: Envelope, ttlMs: number, token?: string): Promise<void> {
@@ -204,7 +223,9 @@ export class RedisStore implements StampedeStore {
       return await this.withTimeout(op(), 'command');
     } catch (err) {
       if (err instanceof StoreUnavailableError) this.downUntil = this.clock.now() + this.cooldownMs;
-      throw err instanceof StoreUnavailableError ? err : new StoreUnavailableError(messageOf(err), err);
+      throw err instanceof StoreUnavailableError
+        ? err
+        : new StoreUnavailableError(messageOf(err), err);
     }
   }
 
@@ -212,7 +233,8 @@ export class RedisStore implements StampedeStore {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(
-        () => reject(new StoreUnavailableError(`Redis ${what} took longer than ${this.timeoutMs} ms`)),
+        () =>
+          reject(new StoreUnavailableError(`Redis ${what} took longer than ${this.timeoutMs} ms`)),
         this.timeoutMs,
       );
     });

@@ -39,11 +39,19 @@ export class ThrowawayCluster {
     for (const port of this.ports) await waitForPing(port);
     const cli = join(bin, '..', 'redis-cli');
     const nodes = this.ports.map((p) => `127.0.0.1:${p}`);
-    await run(cli.includes('/') ? cli : 'redis-cli', ['--cluster', 'create', ...nodes, '--cluster-replicas', '0', '--cluster-yes']);
+    await run(cli.includes('/') ? cli : 'redis-cli', [
+      '--cluster',
+      'create',
+      ...nodes,
+      '--cluster-replicas',
+      '0',
+      '--cluster-yes',
+    ]);
     for (const port of this.ports) {
       const probe = new Redis(port, '127.0.0.1');
       try {
-        for (let i = 0; i < 200 && !(await probe.cluster('INFO')).includes('cluster_state:ok'); i++) await delay(50);
+        for (let i = 0; i < 200 && !(await probe.cluster('INFO')).includes('cluster_state:ok'); i++)
+          await delay(50);
       } finally {
         probe.disconnect();
       }
@@ -70,7 +78,11 @@ export class ThrowawayCluster {
 }
 
 async function waitForPing(port: number): Promise<void> {
-  const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  const probe = new Redis(port, '127.0.0.1', {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
   probe.on('error', () => undefined);
   try {
     for (let i = 0; i < 200; i++) {

@@ -66,7 +66,9 @@ async function main() {
     loaderMs = msg.loaderMs;
     const started = Date.now();
     try {
-      const values = await Promise.all(Array.from({ length: msg.concurrency }, () => loaders[msg.method](msg.key)));
+      const values = await Promise.all(
+        Array.from({ length: msg.concurrency }, () => loaders[msg.method](msg.key)),
+      );
       process.send!({ id: msg.id, values, ms: Date.now() - started });
     } catch (err) {
       process.send!({ id: msg.id, error: String(err) });

@@ -40,7 +40,12 @@ export class Instance {
     });
   }
 
-  call(method: 'locked' | 'unlocked', key: string, concurrency: number, loaderMs: number): Promise<CallResult> {
+  call(
+    method: 'locked' | 'unlocked',
+    key: string,
+    concurrency: number,
+    loaderMs: number,
+  ): Promise<CallResult> {
     const id = this.nextId++;
     return new Promise((resolve) => {
       this.pending.set(id, resolve);

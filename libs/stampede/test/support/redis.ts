@@ -52,10 +52,29 @@ export class ThrowawayRedis {
 
   async start(): Promise<void> {
     const bin = process.env.REDIS_SERVER_BIN ?? 'redis-server';
-    this.child = spawn(bin, ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir], {
-      stdio: 'ignore',
+    this.child = spawn(
+      bin,
+      [
+        '--port',
+        String(this.port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        this.dir,
+      ],
+      {
+        stdio: 'ignore',
+      },
+    );
+    const probe = new Redis(this.port, '127.0.0.1', {
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
     });
-    const probe = new Redis(this.port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
     probe.on('error', () => undefined);
     try {
       for (let i = 0; i < 200; i++) {
@@ -68,7 +87,9 @@ export class ThrowawayRedis {
           await new Promise((r) => setTimeout(r, 25));
         }
       }
-      throw new Error(`redis-server did not start on port ${this.port} (is redis-server installed?)`);
+      throw new Error(
+        `redis-server did not start on port ${this.port} (is redis-server installed?)`,
+      );
     } finally {
       probe.disconnect();
     }
