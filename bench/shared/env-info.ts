@@ -19,7 +19,9 @@ const ROOT = join(__dirname, '..', '..');
 /** Installed version of a package (from node_modules), or 'not installed'. */
 export function packageVersion(name: string): string {
   try {
-    const pkg = JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version?: string };
+    const pkg = JSON.parse(
+      readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8'),
+    ) as { version?: string };
     return pkg.version ?? 'unknown';
   } catch {
     return 'not installed';
@@ -36,7 +38,11 @@ export function parseInfo(text: string): Record<string, string> {
   return out;
 }
 
-export async function collectEnvInfo(redis: Redis, redisUrl: string, packages: string[]): Promise<EnvInfo> {
+export async function collectEnvInfo(
+  redis: Redis,
+  redisUrl: string,
+  packages: string[],
+): Promise<EnvInfo> {
   const server = parseInfo(await redis.info('server'));
   const cpus = os.cpus();
   return {

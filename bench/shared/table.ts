@@ -21,8 +21,15 @@ export function renderTable<Row>(columns: Column<Row>[], rows: Row[]): string {
   const numeric = columns.map((c) => rows.every((row) => typeof c.value(row) !== 'string'));
   const widths = columns.map((c, i) => Math.max(c.header.length, ...cells.map((r) => r[i].length)));
   const line = (parts: string[]) =>
-    parts.map((p, i) => (numeric[i] ? p.padStart(widths[i]) : p.padEnd(widths[i]))).join('  ').trimEnd();
-  return [line(columns.map((c) => c.header)), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n');
+    parts
+      .map((p, i) => (numeric[i] ? p.padStart(widths[i]) : p.padEnd(widths[i])))
+      .join('  ')
+      .trimEnd();
+  return [
+    line(columns.map((c) => c.header)),
+    line(widths.map((w) => '-'.repeat(w))),
+    ...cells.map(line),
+  ].join('\n');
 }
 
 /** Quantile (0..1) of an ascending-sorted array, nearest-rank. */

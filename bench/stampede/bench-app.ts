@@ -12,10 +12,25 @@ import { Injectable, Module, OnApplicationShutdown } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { INestApplicationContext } from '@nestjs/common';
 import { Redis } from 'ioredis';
-import { Cacheable, DistLock, JitterTtl, SingleFlight, StampedeModule, StampedeService, XFetch } from '@app/stampede';
+import {
+  Cacheable,
+  DistLock,
+  JitterTtl,
+  SingleFlight,
+  StampedeModule,
+  StampedeService,
+  XFetch,
+} from '@app/stampede';
 import { shouldRecomputeEarly } from '@app/stampede/core/xfetch';
 
-export const LIBRARY_PATTERNS = ['naive', 'singleflight', 'xfetch', 'distlock', 'two-tier', 'jitter'] as const;
+export const LIBRARY_PATTERNS = [
+  'naive',
+  'singleflight',
+  'xfetch',
+  'distlock',
+  'two-tier',
+  'jitter',
+] as const;
 export const LOCAL_PATTERNS = ['distlock-poll', 'xfetch-uncoalesced'] as const;
 export type PatternName = (typeof LIBRARY_PATTERNS)[number] | (typeof LOCAL_PATTERNS)[number];
 export const ALL_PATTERNS: PatternName[] = [...LIBRARY_PATTERNS, ...LOCAL_PATTERNS];
@@ -169,7 +184,8 @@ export function buildBenchModule(cfg: BenchConfig) {
           await sleep(cfg.pollMs);
           const v = await this.redis.get(vKey);
           if (v !== null) return (JSON.parse(v) as LocalEnvelope).v;
-          if (performance.now() - started > cfg.lockTtlMs) return await this.loadAndSet('distlock-poll', k);
+          if (performance.now() - started > cfg.lockTtlMs)
+            return await this.loadAndSet('distlock-poll', k);
         }
       } finally {
         c.lockWaitMs += performance.now() - started;
@@ -238,7 +254,9 @@ export class BenchApp {
 
   static async create(cfg: BenchConfig): Promise<BenchApp> {
     const { BenchModule, BenchPatterns } = buildBenchModule(cfg);
-    const app = await NestFactory.createApplicationContext(BenchModule, { logger: ['error', 'warn'] });
+    const app = await NestFactory.createApplicationContext(BenchModule, {
+      logger: ['error', 'warn'],
+    });
     const patterns = app.get(BenchPatterns) as unknown as BenchApp['patterns'];
     return new BenchApp(app, patterns, app.get(StampedeService));
   }

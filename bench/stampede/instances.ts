@@ -63,7 +63,8 @@ export class LocalInstance implements Instance {
   }
 }
 
-type WorkerMessage = { type: 'ready' } | { type: 'round'; result: RoundResult } | { type: 'error'; error: string };
+type WorkerMessage =
+  { type: 'ready' } | { type: 'round'; result: RoundResult } | { type: 'error'; error: string };
 
 export class ForkedInstance implements Instance {
   private pending?: { resolve: (r: RoundResult) => void; reject: (e: Error) => void };
@@ -75,7 +76,9 @@ export class ForkedInstance implements Instance {
       if (msg.type === 'round') p?.resolve(msg.result);
       else if (msg.type === 'error') p?.reject(new Error(`worker ${child.pid}: ${msg.error}`));
     });
-    child.on('exit', (code) => this.pending?.reject(new Error(`worker ${child.pid} exited with ${code}`)));
+    child.on('exit', (code) =>
+      this.pending?.reject(new Error(`worker ${child.pid} exited with ${code}`)),
+    );
   }
 
   static start(cfg: BenchConfig): Promise<ForkedInstance> {
@@ -85,7 +88,8 @@ export class ForkedInstance implements Instance {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     return new Promise((resolve, reject) => {
-      const onExit = (code: number | null) => reject(new Error(`bench worker exited early with ${code}`));
+      const onExit = (code: number | null) =>
+        reject(new Error(`bench worker exited early with ${code}`));
       child.once('error', reject);
       child.once('exit', onExit);
       child.once('message', (msg: WorkerMessage) => {
@@ -119,7 +123,9 @@ export class ForkedInstance implements Instance {
 /** Starts K instances: the parent's own app for K = 1, else K forked processes. */
 export async function startInstances(cfg: BenchConfig, k: number): Promise<Instance[]> {
   if (k <= 1) return [await LocalInstance.start(cfg)];
-  const started = await Promise.allSettled(Array.from({ length: k }, () => ForkedInstance.start(cfg)));
+  const started = await Promise.allSettled(
+    Array.from({ length: k }, () => ForkedInstance.start(cfg)),
+  );
   const ok = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
   const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
   if (failed) {

@@ -49,7 +49,9 @@ const PATTERN_FLAGS: Record<string, keyof BenchOptions> = {
 };
 
 function usage(message: string): never {
-  process.stderr.write(`bench:stampede: ${message}\n(see the options at the top of bench/stampede/main.ts)\n`);
+  process.stderr.write(
+    `bench:stampede: ${message}\n(see the options at the top of bench/stampede/main.ts)\n`,
+  );
   process.exit(2);
 }
 
@@ -70,12 +72,14 @@ export function parseArgs(argv: string[]): { options: Partial<BenchOptions>; jso
       options[NUMBER_FLAGS[flag]] = n;
     } else if (flag in LIST_FLAGS) {
       const list = value().split(',').map(Number);
-      if (list.some((n) => !Number.isInteger(n) || n <= 0)) usage(`${flag} needs positive integers, comma-separated`);
+      if (list.some((n) => !Number.isInteger(n) || n <= 0))
+        usage(`${flag} needs positive integers, comma-separated`);
       options[LIST_FLAGS[flag]] = list;
     } else if (flag in PATTERN_FLAGS) {
       const list = value().split(',') as PatternName[];
       const unknown = list.filter((p) => !ALL_PATTERNS.includes(p));
-      if (unknown.length) usage(`unknown pattern(s) ${unknown.join(', ')}; known: ${ALL_PATTERNS.join(', ')}`);
+      if (unknown.length)
+        usage(`unknown pattern(s) ${unknown.join(', ')}; known: ${ALL_PATTERNS.join(', ')}`);
       options[PATTERN_FLAGS[flag]] = list;
     } else usage(`unknown option ${argv[i]}`);
   }
@@ -85,7 +89,10 @@ export function parseArgs(argv: string[]): { options: Partial<BenchOptions>; jso
 
 async function main(): Promise<void> {
   const redisUrl = process.env.REDIS_URL;
-  if (!redisUrl) usage('REDIS_URL is not set: run it as `npm run bench:stampede` (scripts/with-redis.js sets it)');
+  if (!redisUrl)
+    usage(
+      'REDIS_URL is not set: run it as `npm run bench:stampede` (scripts/with-redis.js sets it)',
+    );
   const { options, json } = parseArgs(process.argv.slice(2));
   const report = await runStampedeBench({ ...options, redisUrl });
   if (json) {

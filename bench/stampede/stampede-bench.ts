@@ -7,7 +7,15 @@ import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { collectEnvInfo, EnvInfo, formatEnvInfo } from '../shared/env-info';
 import { Column, quantile, renderTable } from '../shared/table';
-import { BenchApp, BenchConfig, diffCounters, lockKey, PatternCounters, PatternName, valueKey } from './bench-app';
+import {
+  BenchApp,
+  BenchConfig,
+  diffCounters,
+  lockKey,
+  PatternCounters,
+  PatternName,
+  valueKey,
+} from './bench-app';
 import { Instance, startInstances } from './instances';
 
 export type Scenario = 'all' | 'cliff' | 'steady' | 'snowstorm';
@@ -162,7 +170,10 @@ async function commandCalls(redis: Redis): Promise<{ total: number; info: number
 }
 
 /** Commands between two snapshots, minus the INFO calls (ours and anybody's). */
-function commandDelta(after: { total: number; info: number }, before: { total: number; info: number }): number {
+function commandDelta(
+  after: { total: number; info: number },
+  before: { total: number; info: number },
+): number {
   return after.total - before.total - (after.info - before.info);
 }
 
@@ -204,7 +215,10 @@ async function drive(arrivals: number[], fire: (i: number) => Promise<void>): Pr
 }
 
 /** Most timestamps in any window [t, t + windowMs), and where it starts. */
-export function maxInWindow(sortedTimes: number[], windowMs: number): { count: number; at: number } {
+export function maxInWindow(
+  sortedTimes: number[],
+  windowMs: number,
+): { count: number; at: number } {
   let best = { count: 0, at: 0 };
   let lo = 0;
   for (let hi = 0; hi < sortedTimes.length; hi++) {
@@ -245,7 +259,12 @@ export class StampedeBench {
     const { redisUrl: _url, ...options } = o;
     const report: BenchReport = {
       startedAt: new Date().toISOString(),
-      env: await collectEnvInfo(this.control, o.redisUrl, ['@nestjs/core', '@nestjs/common', 'ioredis', 'typescript']),
+      env: await collectEnvInfo(this.control, o.redisUrl, [
+        '@nestjs/core',
+        '@nestjs/common',
+        'ioredis',
+        'typescript',
+      ]),
       options,
       prefix: this.prefix,
       cliff: [],
@@ -254,7 +273,9 @@ export class StampedeBench {
       targets: [],
     };
     this.log(formatEnvInfo(report.env));
-    this.log(`key prefix ${this.prefix} (deleted at the end); INFO commandstats is server-wide: run on an otherwise idle Redis`);
+    this.log(
+      `key prefix ${this.prefix} (deleted at the end); INFO commandstats is server-wide: run on an otherwise idle Redis`,
+    );
     try {
       if (o.scenario === 'all' || o.scenario === 'cliff') {
         const k = o.scenario === 'cliff' ? o.instances : 1;
@@ -264,7 +285,8 @@ export class StampedeBench {
         }
       }
       if (o.scenario === 'all' || o.scenario === 'steady') report.steady = await this.steady();
-      if (o.scenario === 'all' || o.scenario === 'snowstorm') report.snowstorm = await this.snowstorm();
+      if (o.scenario === 'all' || o.scenario === 'snowstorm')
+        report.snowstorm = await this.snowstorm();
       report.targets = evaluateTargets(report);
       if (report.targets.length) this.log(`\n${formatTargets(report.targets)}`);
     } finally {
@@ -305,14 +327,24 @@ export class StampedeBench {
     }
   }
 
-  private async cliffRow(instances: Instance[], pattern: PatternName, conc: number): Promise<CliffRow> {
+  private async cliffRow(
+    instances: Instance[],
+    pattern: PatternName,
+    conc: number,
+  ): Promise<CliffRow> {
     const o = this.opts;
     const k = instances.length;
     const key = `cliff:${pattern}:i${k}:c${conc}`;
     const share = (i: number) => Math.floor(conc / k) + (i < conc % k ? 1 : 0);
     const latencies: number[] = [];
     const perRound: number[] = [];
-    const total: PatternCounters = { loads: 0, misses: 0, lockWaitMs: 0, earlyRecomputes: 0, storeErrors: 0 };
+    const total: PatternCounters = {
+      loads: 0,
+      misses: 0,
+      lockWaitMs: 0,
+      earlyRecomputes: 0,
+      storeErrors: 0,
+    };
     let cmds = 0;
     let wallMs = 0;
     for (let r = 0; r < o.warmup + o.rounds; r++) {
@@ -321,7 +353,9 @@ export class StampedeBench {
       await this.waitExpired(key);
       const before = await commandCalls(this.control);
       const startAt = Date.now() + (k > 1 ? 30 : 0);
-      const results = await Promise.all(instances.map((inst, i) => inst.round({ pattern, key, n: share(i), startAt })));
+      const results = await Promise.all(
+        instances.map((inst, i) => inst.round({ pattern, key, n: share(i), startAt })),
+      );
       const after = await commandCalls(this.control);
       if (r < o.warmup) continue;
       wallMs += performance.now() - roundStart;
@@ -473,7 +507,13 @@ export class StampedeBench {
     try {
       let cursor = '0';
       do {
-        const [next, keys] = await this.control.scan(cursor, 'MATCH', `${this.prefix}*`, 'COUNT', 1000);
+        const [next, keys] = await this.control.scan(
+          cursor,
+          'MATCH',
+          `${this.prefix}*`,
+          'COUNT',
+          1000,
+        );
         if (keys.length) await this.control.del(...keys);
         cursor = next;
       } while (cursor !== '0');
@@ -528,7 +568,13 @@ export const SNOW_COLUMNS: Column<SnowRow>[] = [
   { header: 'store_err', value: (r) => r.store_errors },
 ];
 
-const PROTECTED: PatternName[] = ['singleflight', 'xfetch', 'distlock-poll', 'distlock', 'two-tier'];
+const PROTECTED: PatternName[] = [
+  'singleflight',
+  'xfetch',
+  'distlock-poll',
+  'distlock',
+  'two-tier',
+];
 
 /** The issue's "What the library must reach", checked against this run's numbers. */
 export function evaluateTargets(report: BenchReport): Target[] {
@@ -544,18 +590,24 @@ export function evaluateTargets(report: BenchReport): Target[] {
       id: '1a',
       text: `every protected pattern: db_calls = ${rounds} at every concurrency (1 instance)`,
       met: bad.length === 0,
-      measured: bad.length ? bad.map((r) => `${r.pattern}@${r.conc}=${r.db_calls}`).join(', ') : 'all equal',
+      measured: bad.length
+        ? bad.map((r) => `${r.pattern}@${r.conc}=${r.db_calls}`).join(', ')
+        : 'all equal',
     });
   }
   const multi = [...new Set(report.cliff.filter((r) => r.instances > 1).map((r) => r.instances))];
   for (const k of multi) {
-    for (const conc of [...new Set(report.cliff.filter((r) => r.instances === k).map((r) => r.conc))]) {
+    for (const conc of [
+      ...new Set(report.cliff.filter((r) => r.instances === k).map((r) => r.conc)),
+    ]) {
       const want: [PatternName, number][] = [
         ['distlock', rounds],
         ['two-tier', rounds],
         ['singleflight', k * rounds],
       ];
-      const got = want.map(([p, w]) => [p, w, cliff(p, k, conc)?.db_calls] as const).filter(([, , g]) => g !== undefined);
+      const got = want
+        .map(([p, w]) => [p, w, cliff(p, k, conc)?.db_calls] as const)
+        .filter(([, , g]) => g !== undefined);
       if (got.length) {
         targets.push({
           id: '1b',
@@ -587,7 +639,8 @@ export function evaluateTargets(report: BenchReport): Target[] {
     }
     const poll = cliff('distlock-poll', k, conc);
     if (poll) {
-      const ratio = tt.lock_contention_ms > 0 ? poll.lock_contention_ms / tt.lock_contention_ms : Infinity;
+      const ratio =
+        tt.lock_contention_ms > 0 ? poll.lock_contention_ms / tt.lock_contention_ms : Infinity;
       targets.push({
         id: '2c',
         text: `two-tier, ${k} instance(s), conc ${conc}: lock_contention_ms >= 100x lower than distlock-poll's`,

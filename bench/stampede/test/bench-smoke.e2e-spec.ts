@@ -9,7 +9,14 @@ import { BenchReport, CLIFF_COLUMNS, runStampedeBench } from '../stampede-bench'
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const ROUNDS = 1;
-const PATTERNS = ['naive', 'singleflight', 'xfetch', 'distlock-poll', 'distlock', 'two-tier'] as const;
+const PATTERNS = [
+  'naive',
+  'singleflight',
+  'xfetch',
+  'distlock-poll',
+  'distlock',
+  'two-tier',
+] as const;
 
 describe('bench:stampede smoke run', () => {
   let report: BenchReport;
@@ -64,13 +71,16 @@ describe('bench:stampede smoke run', () => {
   });
 
   it('lets one loader call per round through every protected pattern on one instance', () => {
-    const db = (p: string) => report.cliff.find((r) => r.instances === 1 && r.pattern === p)!.db_calls;
-    for (const p of ['singleflight', 'xfetch', 'distlock-poll', 'distlock', 'two-tier']) expect(db(p)).toBe(ROUNDS);
+    const db = (p: string) =>
+      report.cliff.find((r) => r.instances === 1 && r.pattern === p)!.db_calls;
+    for (const p of ['singleflight', 'xfetch', 'distlock-poll', 'distlock', 'two-tier'])
+      expect(db(p)).toBe(ROUNDS);
     expect(db('naive')).toBeGreaterThanOrEqual(ROUNDS);
   });
 
   it('holds distlock and two-tier to one loader call per round across 2 processes', () => {
-    const db = (p: string) => report.cliff.find((r) => r.instances === 2 && r.pattern === p)!.db_calls;
+    const db = (p: string) =>
+      report.cliff.find((r) => r.instances === 2 && r.pattern === p)!.db_calls;
     expect(db('distlock')).toBe(ROUNDS);
     expect(db('two-tier')).toBe(ROUNDS);
     expect(db('distlock-poll')).toBe(ROUNDS);
@@ -80,7 +90,11 @@ describe('bench:stampede smoke run', () => {
   });
 
   it('measures steady traffic and the snowstorm', () => {
-    expect(report.steady.map((r) => r.pattern)).toEqual(['singleflight', 'xfetch', 'xfetch-uncoalesced']);
+    expect(report.steady.map((r) => r.pattern)).toEqual([
+      'singleflight',
+      'xfetch',
+      'xfetch-uncoalesced',
+    ]);
     for (const r of report.steady) {
       expect(r.reqs).toBeGreaterThan(0);
       expect(r.db_calls).toBeGreaterThanOrEqual(0);
