@@ -11,7 +11,7 @@ import {
 } from '@app/stampede';
 import { REDIS_URL, delay, deleteKeys, uniquePrefix } from './support/redis';
 
-const TTL = 1500;
+const TTL = 2000;
 const LOAD_MS = 50;
 
 /** Counts loads across both app instances of the test. */
@@ -21,7 +21,7 @@ const backend = { loads: 0, running: 0, maxRunning: 0 };
 class QuoteService {
   @Cacheable({ key: () => 'quote', ttl: TTL })
   @SingleFlight()
-  @XFetch(2)
+  @XFetch(4)
   @DistLock({ ttl: 2000, poll: 5 })
   async quote(): Promise<number> {
     backend.loads++;
@@ -62,7 +62,7 @@ describe('XFetch under steady traffic (two app instances, real Redis)', () => {
     const services = apps.map((a) => a.get(QuoteService));
     await services[0].quote(); // warm-up: the only call that waits
     const started = Date.now();
-    const DURATION = 4500;
+    const DURATION = 6000;
     let calls = 0;
     while (Date.now() - started < DURATION) {
       await Promise.all(services.map((s) => s.quote()));

@@ -60,13 +60,13 @@ describe('StampedeEngine (memory store, fake clock and random)', () => {
     expect(await engine.getOrLoad('k', loader, policy, 'm')).toBe(1);
     expect(loads).toBe(1);
     // ...random close to 0 does: the caller still gets 1 at once, one recomputation starts.
-    // Draws are spaced by delta * beta / 20 = 5 ms: a firing random right away is not drawn.
+    // Draws are spaced by delta * beta / 10 = 10 ms: a firing random right away is not drawn.
     random = 0.001;
     expect(await engine.getOrLoad('k', loader, policy, 'm')).toBe(1);
     expect(loads).toBe(1);
-    clock.t += 5;
+    clock.t += 10;
     expect(await engine.getOrLoad('k', loader, policy, 'm')).toBe(1);
-    clock.t += 5;
+    clock.t += 10;
     expect(await engine.getOrLoad('k', loader, policy, 'm')).toBe(1);
     expect(loads).toBe(2); // coalesced: the second firing draw did not start another
     gate.shift()!();
@@ -79,6 +79,31 @@ describe('StampedeEngine (memory store, fake clock and random)', () => {
       misses: 1,
       hits: 5,
     });
+  });
+
+  it('a caller that misses while an early recomputation loads joins it instead of loading again', async () => {
+    const policy = resolvePolicy({ ttl: 1000, xfetch: { beta: 1 } }, 60_000, 't');
+    let loads = 0;
+    let release!: () => void;
+    const loader = () =>
+      new Promise<number>((resolve) => {
+        const value = ++loads;
+        if (value === 1) {
+          clock.t += 100;
+          resolve(value);
+        } else release = () => resolve(value);
+      });
+    await engine.getOrLoad('k', loader, policy, 'm');
+    random = 0.001;
+    clock.t += 990; // 10 ms before expiry: the draw fires, the recomputation starts
+    expect(await engine.getOrLoad('k', loader, policy, 'm')).toBe(1);
+    clock.t += 20; // the value has expired, the recomputation is still loading
+    const late = engine.getOrLoad('k', loader, policy, 'm');
+    await flush();
+    expect(loads).toBe(2);
+    release();
+    expect(await late).toBe(2);
+    expect(loads).toBe(2);
   });
 
   it('DistLock: waiters are woken by the fill, not by the lock TTL', async () => {

@@ -9,7 +9,7 @@ import type { StampedeStore } from './store';
 import { sleep } from './timers';
 import { shouldRecomputeEarly } from './xfetch';
 
-const DRAWS_PER_DELTA = 20;
+const DRAWS_PER_DELTA = 10;
 const MAX_DRAW_KEYS = 10_000;
 
 export interface EngineLogger {
@@ -44,6 +44,10 @@ export class StampedeEngine {
   private readonly random: RandomSource;
   private readonly logger?: EngineLogger;
   private readonly flights = new SingleFlight<Outcome<unknown>>();
+  /** Store reads shared by concurrent lock-path callers of one key. */
+  private readonly reads = new SingleFlight<Envelope<unknown> | undefined>();
+  /** Early recomputations loading here: a caller that misses meanwhile joins the load. */
+  private readonly refreshLoads = new Map<string, Promise<unknown>>();
   /** Keys with an early recomputation running (or owned by another instance) here. */
   private readonly refreshing = new Set<string>();
   private readonly background = new Set<Promise<void>>();
@@ -111,13 +115,21 @@ export class StampedeEngine {
   ): Promise<Outcome<T>> {
     let envelope: Envelope<T> | undefined;
     try {
-      envelope = await this.store.get<T>(key);
+      envelope = policy.lock ? await this.sharedRead<T>(key) : await this.store.get<T>(key);
     } catch (err) {
       return this.withoutStore(err, loader, m);
     }
     if (envelope) {
       this.maybeRecomputeEarly(key, envelope, loader, policy, m);
       return { value: envelope.v, hit: true };
+    }
+    const refresh = this.refreshLoads.get(key) as Promise<T> | undefined;
+    if (refresh) {
+      try {
+        return { value: await refresh, hit: false };
+      } catch {
+        // the early recomputation failed: load as on any miss
+      }
     }
     if (policy.lock) {
       return { value: await this.loadUnderLock(key, loader, policy, m), hit: false };
@@ -175,10 +187,31 @@ export class StampedeEngine {
       // Notified waiters sleep until the holder's lock would expire; polling is the fallback.
       const lockLeft = step.lockTtlMs >= 0 ? step.lockTtlMs + lock.poll : lock.ttl;
       const nap = sleep(Math.min(this.store.notificationsLive() ? lockLeft : lock.poll, remaining));
-      await Promise.race([watch.done, nap.done]);
+      const notified = await Promise.race([
+        watch.done.then(() => true),
+        nap.done.then(() => false),
+      ]);
       nap.cancel();
       watch.cancel();
+      if (!notified) continue;
+      // Woken by a fill: the waiters of this process share one read of the new value.
+      try {
+        const envelope = await this.sharedRead<T>(key);
+        if (envelope) {
+          endWait();
+          return envelope.v;
+        }
+      } catch (err) {
+        endWait();
+        return (await this.withoutStore(err, loader, m)).value;
+      }
     }
+  }
+
+  private sharedRead<T>(key: string): Promise<Envelope<T> | undefined> {
+    return this.reads.run(key, () => this.store.get(key)).promise as Promise<
+      Envelope<T> | undefined
+    >;
   }
 
   /** Runs the loader and stores its value; with `token`, the store also releases that lock. */
@@ -277,7 +310,13 @@ export class StampedeEngine {
           }
         }
         m.earlyRecomputes++;
-        await this.loadAndStore(key, loader, policy, m, token);
+        const load = this.loadAndStore(key, loader, policy, m, token);
+        this.refreshLoads.set(key, load);
+        try {
+          await load;
+        } finally {
+          this.refreshLoads.delete(key);
+        }
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err);
         this.logger?.warn(
@@ -295,8 +334,9 @@ export class StampedeEngine {
    * At most DRAWS_PER_DELTA XFetch draws per `delta * beta` ms per key here. The paper's rule
    * fires earlier the more requests there are (the lead grows as delta * beta * ln(rate * delta * beta)),
    * so heavy traffic would reload far more often than the TTL asks. Capping the draw rate keeps
-   * the lead near 3.6 * delta * beta whatever the traffic, while the chance that no draw fires
-   * before the last `delta` ms stays below exp(-20 / e), about 0.06 % (beta 1).
+   * the lead near delta * beta * (ln 10 + 0.58), about 2.9 * delta * beta, whatever the traffic.
+   * The chance that no draw fires before the last `delta` ms is then exp(-10 / e), about 2.5 %
+   * of expiries with beta 1 (0.2 % with beta 2); callers that miss then join the running load.
    */
   private mayDraw(key: string, deltaBeta: number, now: number): boolean {
     const spacing = deltaBeta / DRAWS_PER_DELTA;
