@@ -3,7 +3,14 @@ import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { Redis } from 'ioredis';
 import { RedisStreamsContext, ServerRedisStreams } from '@app/stream-batch-ack';
 import { DedicatedRedis, startRedisServer } from './support/redis-server';
-import { pendingCount, produce, randomPrefix, sleep, startMicroservice, waitFor } from './support/helpers';
+import {
+  pendingCount,
+  produce,
+  randomPrefix,
+  sleep,
+  startMicroservice,
+  waitFor,
+} from './support/helpers';
 
 // Makes XACK fail on a redis-server of its own (ACL `-xack` for the default user), then drops every connection.
 const prefix = randomPrefix('ack-failure');
@@ -50,14 +57,22 @@ describe('XACK failing for a while (dedicated redis-server)', () => {
 
   it('rejected XACKs (NOPERM): no id is lost, nothing is handled twice, the pending list empties once XACK works again', async () => {
     await redis.call('ACL', 'SETUSER', 'default', '-xack');
-    const ids = await produce(redis, STREAM, Array.from({ length: 200 }, (_, n) => ({ n })));
+    const ids = await produce(
+      redis,
+      STREAM,
+      Array.from({ length: 200 }, (_, n) => ({ n })),
+    );
     await waitFor('200 handled', () => handled.size === 200);
     await sleep(600); // several failed flushes and claim rounds
     expect(await pendingCount(redis, STREAM, GROUP)).toBe(200);
     expect(server.pendingAcks).toBe(200);
 
     await redis.call('ACL', 'SETUSER', 'default', '+xack');
-    await waitFor('pending list empty', async () => (await pendingCount(redis, STREAM, GROUP)) === 0, 10_000);
+    await waitFor(
+      'pending list empty',
+      async () => (await pendingCount(redis, STREAM, GROUP)) === 0,
+      10_000,
+    );
     expect(server.pendingAcks).toBe(0);
     expect([...handled.keys()].sort()).toEqual([...ids].sort());
     expect([...handled.values()].every((n) => n === 1)).toBe(true);
@@ -65,14 +80,26 @@ describe('XACK failing for a while (dedicated redis-server)', () => {
 
   it('connections dropped (CLIENT KILL) while messages flow: every message is handled and acked in the end', async () => {
     const before = new Set(handled.keys());
-    const ids = await produce(redis, STREAM, Array.from({ length: 300 }, (_, n) => ({ n })));
+    const ids = await produce(
+      redis,
+      STREAM,
+      Array.from({ length: 300 }, (_, n) => ({ n })),
+    );
     await sleep(5);
     await redis.call('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
-    const more = await produce(redis, STREAM, Array.from({ length: 300 }, (_, n) => ({ n: 300 + n })));
+    const more = await produce(
+      redis,
+      STREAM,
+      Array.from({ length: 300 }, (_, n) => ({ n: 300 + n })),
+    );
     await redis.call('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
     const all = [...ids, ...more];
     await waitFor('600 handled', () => all.every((id) => handled.has(id)), 15_000);
-    await waitFor('pending list empty', async () => (await pendingCount(redis, STREAM, GROUP)) === 0, 15_000);
+    await waitFor(
+      'pending list empty',
+      async () => (await pendingCount(redis, STREAM, GROUP)) === 0,
+      15_000,
+    );
     expect(server.pendingAcks).toBe(0);
     expect([...handled.keys()].filter((id) => !before.has(id)).sort()).toEqual([...all].sort());
   });

@@ -3,7 +3,14 @@ import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { Redis } from 'ioredis';
 import { RedisStreamsContext, ServerRedisStreams } from '@app/stream-batch-ack';
 import { DedicatedRedis, startRedisServer } from './support/redis-server';
-import { pendingCount, produce, randomPrefix, startMicroservice, waitFor, xackCalls } from './support/helpers';
+import {
+  pendingCount,
+  produce,
+  randomPrefix,
+  startMicroservice,
+  waitFor,
+  xackCalls,
+} from './support/helpers';
 
 // XACK calls are counted with INFO commandstats on a redis-server that only this file uses.
 const prefix = randomPrefix('batching');
@@ -54,7 +61,11 @@ describe('ServerRedisStreams batches XACK (INFO commandstats on a dedicated redi
   });
 
   it('acks 1000 messages with batchSize 500 in exactly 2 XACK calls, and every message is handled once', async () => {
-    const ids = await produce(redis, COUNT_STREAM, Array.from({ length: 1000 }, (_, n) => ({ n })));
+    const ids = await produce(
+      redis,
+      COUNT_STREAM,
+      Array.from({ length: 1000 }, (_, n) => ({ n })),
+    );
     const before = await xackCalls(redis);
     let server: ServerRedisStreams;
     ({ app, server } = await startMicroservice(
@@ -68,7 +79,10 @@ describe('ServerRedisStreams batches XACK (INFO commandstats on a dedicated redi
         claim: { minIdleMs: 60_000, intervalMs: 60_000 },
       },
     ));
-    await waitFor('1000 handled and acked', async () => (handled.get(COUNT_STREAM)?.length ?? 0) === 1000 && server.pendingAcks === 0);
+    await waitFor(
+      '1000 handled and acked',
+      async () => (handled.get(COUNT_STREAM)?.length ?? 0) === 1000 && server.pendingAcks === 0,
+    );
     expect(await pendingCount(redis, COUNT_STREAM, GROUP)).toBe(0);
     expect((await xackCalls(redis)) - before).toBe(2);
     expect([...(handled.get(COUNT_STREAM) ?? [])].sort()).toEqual([...ids].sort());
@@ -95,7 +109,12 @@ describe('ServerRedisStreams batches XACK (INFO commandstats on a dedicated redi
     const ids = await produce(redis, TIME_STREAM, [{ n: 1 }, { n: 2 }, { n: 3 }]);
     await waitFor('3 handled', () => (handled.get(TIME_STREAM)?.length ?? 0) === 3);
     const firstHandled = Math.min(...ids.map((id) => handledAt.get(id) ?? Infinity));
-    await waitFor('3 acked', async () => (await pendingCount(redis, TIME_STREAM, GROUP)) === 0, 5000, 5);
+    await waitFor(
+      '3 acked',
+      async () => (await pendingCount(redis, TIME_STREAM, GROUP)) === 0,
+      5000,
+      5,
+    );
     const ackedAfter = Date.now() - firstHandled;
     expect(ackedAfter).toBeGreaterThanOrEqual(intervalMs - 20);
     expect(ackedAfter).toBeLessThan(intervalMs + 1500); // generous margin for a loaded machine

@@ -5,7 +5,16 @@ import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
 import { ClientRedisStreams, RedisStreamsContext, RedisStreamsModule } from '@app/stream-batch-ack';
-import { deleteKeys, pendingCount, produce, randomPrefix, readAll, REDIS_URL, startMicroservice, waitFor } from './support/helpers';
+import {
+  deleteKeys,
+  pendingCount,
+  produce,
+  randomPrefix,
+  readAll,
+  REDIS_URL,
+  startMicroservice,
+  waitFor,
+} from './support/helpers';
 
 const prefix = randomPrefix('dead-letter');
 const STREAM = `${prefix}orders`;
@@ -59,7 +68,11 @@ describe('failures: throwing handlers, malformed and foreign entries', () => {
   it('a throwing handler: not acked, redelivered via XAUTOCLAIM, then dead-lettered with its error after maxDeliveries; the others flowed on', async () => {
     const payloads = Array.from({ length: 20 }, (_, n) => ({ n, poison: n === 4 || n === 13 }));
     const ids = await produce(redis, STREAM, payloads);
-    await waitFor('2 entries in the dead-letter stream', async () => (await redis.xlen(`${STREAM}:dlq`)) === 2, 15_000);
+    await waitFor(
+      '2 entries in the dead-letter stream',
+      async () => (await redis.xlen(`${STREAM}:dlq`)) === 2,
+      15_000,
+    );
     await waitFor('nothing pending', async () => (await pendingCount(redis, STREAM, GROUP)) === 0);
 
     // every healthy message handled exactly once, on its first delivery
@@ -91,17 +104,27 @@ describe('failures: throwing handlers, malformed and foreign entries', () => {
     await client.connect();
     const badId = (await redis.xadd(FORMATS, '*', 'data', '{"broken":')) as string;
     const foreignId = (await redis.xadd(FORMATS, '*', 'symbol', 'BTC', 'price', '1')) as string;
-    const clientId = await lastValueFrom(client.emit(FORMATS, { symbol: 'ETH', price: 2.5, tags: ['x'] }));
+    const clientId = await lastValueFrom(
+      client.emit(FORMATS, { symbol: 'ETH', price: 2.5, tags: ['x'] }),
+    );
     await client.close();
 
-    await waitFor('2 handled, 1 dead-lettered', async () => received.length === 2 && (await redis.xlen(`${FORMATS}:dlq`)) === 1);
+    await waitFor(
+      '2 handled, 1 dead-lettered',
+      async () => received.length === 2 && (await redis.xlen(`${FORMATS}:dlq`)) === 1,
+    );
     await waitFor('nothing pending', async () => (await pendingCount(redis, FORMATS, GROUP)) === 0);
     expect(received).toEqual([
       { id: foreignId, payload: { symbol: 'BTC', price: '1' } },
       { id: clientId, payload: { symbol: 'ETH', price: 2.5, tags: ['x'] } },
     ]);
     const [dead] = await readAll(redis, `${FORMATS}:dlq`);
-    expect(dead.fields).toMatchObject({ id: badId, reason: 'malformed', deliveries: '1', errorName: 'MalformedEntryError' });
+    expect(dead.fields).toMatchObject({
+      id: badId,
+      reason: 'malformed',
+      deliveries: '1',
+      errorName: 'MalformedEntryError',
+    });
     expect(dead.fields.error).toContain('not valid JSON');
     expect(JSON.parse(dead.fields.fields)).toEqual({ data: '{"broken":' });
   });
@@ -111,7 +134,11 @@ describe('ClientsModule.register with customClass', () => {
   it('emits through ClientRedisStreams resolved from DI', async () => {
     const stream = `${prefix}di`;
     const moduleRef = await Test.createTestingModule({
-      imports: [ClientsModule.register([{ name: 'TICKS', customClass: ClientRedisStreams, options: { connection: REDIS_URL } }])],
+      imports: [
+        ClientsModule.register([
+          { name: 'TICKS', customClass: ClientRedisStreams, options: { connection: REDIS_URL } },
+        ]),
+      ],
     }).compile();
     const client = moduleRef.get<ClientRedisStreams>('TICKS');
     expect(client).toBeInstanceOf(ClientRedisStreams);

@@ -4,7 +4,16 @@ import { ChildProcess, fork } from 'node:child_process';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { Idempotent, RedisStreamsContext, RedisStreamsModule } from '@app/stream-batch-ack';
-import { deleteKeys, pendingCount, pendingIds, produce, randomPrefix, REDIS_URL, startMicroservice, waitFor } from './support/helpers';
+import {
+  deleteKeys,
+  pendingCount,
+  pendingIds,
+  produce,
+  randomPrefix,
+  REDIS_URL,
+  startMicroservice,
+  waitFor,
+} from './support/helpers';
 
 const prefix = randomPrefix('kill');
 const STREAM = `${prefix}ticks`;
@@ -46,17 +55,32 @@ describe('kill -9 of a consumer process: a second consumer claims its pending me
   });
 
   it('every one of the N messages is handled, and each side effect happens exactly once', async () => {
-    const ids = await produce(redis, STREAM, Array.from({ length: N }, (_, n) => ({ n })));
+    const ids = await produce(
+      redis,
+      STREAM,
+      Array.from({ length: N }, (_, n) => ({ n })),
+    );
 
     // Consumer A, in its own process, handles messages 0..99 (side effects done, acks still batched), then hangs on #100.
     const handledByA: number[] = [];
     let stuck: { stuck: number; id: string } | undefined;
     worker = fork(path.join(__dirname, 'support/consumer-worker.ts'), [], {
       execArgv: ['--require', path.join(__dirname, 'support/register.js')],
-      env: { ...process.env, REDIS_URL, STREAM, GROUP, CONSUMER: 'A', EFFECTS, IDEM_PREFIX, STUCK_AT: String(STUCK_AT) },
+      env: {
+        ...process.env,
+        REDIS_URL,
+        STREAM,
+        GROUP,
+        CONSUMER: 'A',
+        EFFECTS,
+        IDEM_PREFIX,
+        STUCK_AT: String(STUCK_AT),
+      },
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     });
-    const exited = new Promise<NodeJS.Signals | null>((resolve) => worker!.once('exit', (_code, signal) => resolve(signal)));
+    const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+      worker!.once('exit', (_code, signal) => resolve(signal)),
+    );
     worker.on('message', (m: any) => {
       if (typeof m.handled === 'number') handledByA.push(m.handled);
       if (typeof m.stuck === 'number') stuck = m;
@@ -71,7 +95,12 @@ describe('kill -9 of a consumer process: a second consumer claims its pending me
 
     // Consumer B takes over.
     ({ app } = await startMicroservice(
-      { imports: [RedisStreamsModule.forRoot({ idempotency: { redis: REDIS_URL, keyPrefix: IDEM_PREFIX } })], controllers: [SurvivorController] },
+      {
+        imports: [
+          RedisStreamsModule.forRoot({ idempotency: { redis: REDIS_URL, keyPrefix: IDEM_PREFIX } }),
+        ],
+        controllers: [SurvivorController],
+      },
       {
         connection: REDIS_URL,
         group: GROUP,
@@ -84,7 +113,8 @@ describe('kill -9 of a consumer process: a second consumer claims its pending me
     ));
     await waitFor(
       'every side effect done and nothing pending',
-      async () => (await redis.hlen(EFFECTS)) === N && (await pendingCount(redis, STREAM, GROUP)) === 0,
+      async () =>
+        (await redis.hlen(EFFECTS)) === N && (await pendingCount(redis, STREAM, GROUP)) === 0,
       20_000,
     );
 

@@ -3,7 +3,15 @@ import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
 import { ClientRedisStreams, RedisStreamsContext, ServerRedisStreams } from '@app/stream-batch-ack';
-import { deleteKeys, pendingCount, randomPrefix, REDIS_URL, sleep, startMicroservice, waitFor } from './support/helpers';
+import {
+  deleteKeys,
+  pendingCount,
+  randomPrefix,
+  REDIS_URL,
+  sleep,
+  startMicroservice,
+  waitFor,
+} from './support/helpers';
 
 const prefix = randomPrefix('shutdown');
 const STREAM = `${prefix}ticks`;
@@ -52,7 +60,10 @@ describe('app.close() during load', () => {
 
   it('stops reading, lets running handlers finish, flushes every ack: nothing handled is left pending, nothing is lost', async () => {
     let server: ServerRedisStreams;
-    ({ app, server } = await startMicroservice({ controllers: [SlowController] }, { ...options, consumer: 'first' }));
+    ({ app, server } = await startMicroservice(
+      { controllers: [SlowController] },
+      { ...options, consumer: 'first' },
+    ));
 
     // a producer that keeps writing while the app closes
     const produced: string[] = [];
@@ -60,7 +71,9 @@ describe('app.close() during load', () => {
     const producer = (async () => {
       let n = 0;
       while (producing) {
-        const batch = await Promise.all(Array.from({ length: 20 }, () => lastValueFrom(client.emit(STREAM, { n: n++ }))));
+        const batch = await Promise.all(
+          Array.from({ length: 20 }, () => lastValueFrom(client.emit(STREAM, { n: n++ }))),
+        );
         produced.push(...(batch as string[]));
         await sleep(2);
       }
@@ -85,8 +98,15 @@ describe('app.close() during load', () => {
     await producer;
 
     // a new instance picks up the rest; in the end every message was handled exactly once
-    ({ app } = await startMicroservice({ controllers: [SlowController] }, { ...options, consumer: 'second' }));
-    await waitFor('every produced message handled', () => handled.length >= produced.length, 20_000);
+    ({ app } = await startMicroservice(
+      { controllers: [SlowController] },
+      { ...options, consumer: 'second' },
+    ));
+    await waitFor(
+      'every produced message handled',
+      () => handled.length >= produced.length,
+      20_000,
+    );
     await waitFor('nothing pending', async () => (await pendingCount(redis, STREAM, GROUP)) === 0);
     expect(handled.length).toBe(produced.length);
     expect(new Set(handled).size).toBe(produced.length);

@@ -141,7 +141,13 @@ describe('AckBatcher (fake clock)', () => {
   it('close() retries failed flushes until they pass', async () => {
     const clock = new ManualClock();
     const { calls, fn } = recorder(2);
-    const batcher = new AckBatcher(fn, { batchSize: 500, intervalMs: 50, clock, random: () => 0.5, backoff: { initialMs: 10 } });
+    const batcher = new AckBatcher(fn, {
+      batchSize: 500,
+      intervalMs: 50,
+      clock,
+      random: () => 0.5,
+      backoff: { initialMs: 10 },
+    });
     batcher.add('s', '1-0');
     const closed = batcher.close(5000);
     for (let i = 0; i < 20 && calls.length === 0; i++) {
@@ -155,7 +161,13 @@ describe('AckBatcher (fake clock)', () => {
   it('close() gives up after its timeout without dropping ids, and reports how many are left', async () => {
     const clock = new ManualClock();
     const { fn } = recorder(Number.MAX_SAFE_INTEGER);
-    const batcher = new AckBatcher(fn, { batchSize: 500, intervalMs: 50, clock, random: () => 0.5, backoff: { initialMs: 10 } });
+    const batcher = new AckBatcher(fn, {
+      batchSize: 500,
+      intervalMs: 50,
+      clock,
+      random: () => 0.5,
+      backoff: { initialMs: 10 },
+    });
     batcher.add('s', '1-0');
     batcher.add('s', '2-0');
     const closed = batcher.close(1000);

@@ -104,7 +104,11 @@ export class AckBatcher {
   async flush(): Promise<void> {
     const runs: Promise<void>[] = [];
     for (const [stream, q] of this.queues) {
-      runs.push(q.flushing ? q.flushing.then(() => this.flushStream(stream, q, true)) : this.flushStream(stream, q, true));
+      runs.push(
+        q.flushing
+          ? q.flushing.then(() => this.flushStream(stream, q, true))
+          : this.flushStream(stream, q, true),
+      );
     }
     await Promise.all(runs);
   }
@@ -134,8 +138,11 @@ export class AckBatcher {
         const now = this.clock.now();
         if (now >= deadline) break;
         let wakeAt = deadline;
-        for (const q of this.queues.values()) if (q.ids.length > 0) wakeAt = Math.min(wakeAt, Math.max(q.retryAt, now));
-        await new Promise<void>((resolve) => this.clock.setTimer(resolve, Math.max(1, wakeAt - now)));
+        for (const q of this.queues.values())
+          if (q.ids.length > 0) wakeAt = Math.min(wakeAt, Math.max(q.retryAt, now));
+        await new Promise<void>((resolve) =>
+          this.clock.setTimer(resolve, Math.max(1, wakeAt - now)),
+        );
       }
     } finally {
       this.closing = false;
@@ -152,7 +159,8 @@ export class AckBatcher {
           await this.flushFn(stream, chunk);
         } catch (err) {
           q.failures += 1;
-          q.retryAt = this.clock.now() + backoffDelay(q.failures, this.options.backoff, this.options.random);
+          q.retryAt =
+            this.clock.now() + backoffDelay(q.failures, this.options.backoff, this.options.random);
           this.options.onError?.(new AckFlushError(stream, chunk, q.failures, err));
           return;
         }
@@ -192,7 +200,12 @@ export class AckBatcher {
     let dueAt = Infinity;
     for (const q of this.queues.values()) {
       if (q.ids.length === 0 || q.flushing) continue;
-      const at = q.failures > 0 ? q.retryAt : q.ids.length >= this.batchSize ? q.retryAt : q.oldestAt + this.intervalMs;
+      const at =
+        q.failures > 0
+          ? q.retryAt
+          : q.ids.length >= this.batchSize
+            ? q.retryAt
+            : q.oldestAt + this.intervalMs;
       dueAt = Math.min(dueAt, at);
     }
     if (dueAt === Infinity) {
@@ -217,7 +230,10 @@ export class AckBatcher {
     const now = this.clock.now();
     for (const [stream, q] of this.queues) {
       if (q.ids.length === 0 || q.flushing) continue;
-      const due = q.failures > 0 ? q.retryAt <= now : q.ids.length >= this.batchSize || q.oldestAt + this.intervalMs <= now;
+      const due =
+        q.failures > 0
+          ? q.retryAt <= now
+          : q.ids.length >= this.batchSize || q.oldestAt + this.intervalMs <= now;
       if (due) void this.flushStream(stream, q, true);
     }
     this.schedule();

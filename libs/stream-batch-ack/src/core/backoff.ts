@@ -10,7 +10,11 @@ export interface BackoffOptions {
 }
 
 /** Exponential backoff with jitter. `attempt` starts at 1. */
-export function backoffDelay(attempt: number, options: BackoffOptions = {}, random: () => number = Math.random): number {
+export function backoffDelay(
+  attempt: number,
+  options: BackoffOptions = {},
+  random: () => number = Math.random,
+): number {
   const initialMs = options.initialMs ?? 50;
   const maxMs = options.maxMs ?? 2000;
   const factor = options.factor ?? 2;

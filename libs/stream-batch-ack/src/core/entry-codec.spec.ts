@@ -3,7 +3,11 @@ import { compareStreamIds, decodeEntry, encodePayload } from './entry-codec';
 
 describe('entry codec', () => {
   it('decodes the client format (a single JSON "data" field)', () => {
-    expect(decodeEntry(encodePayload({ symbol: 'BTC', price: 1 }))).toEqual({ ok: true, payload: { symbol: 'BTC', price: 1 }, fields: { data: '{"symbol":"BTC","price":1}' } });
+    expect(decodeEntry(encodePayload({ symbol: 'BTC', price: 1 }))).toEqual({
+      ok: true,
+      payload: { symbol: 'BTC', price: 1 },
+      fields: { data: '{"symbol":"BTC","price":1}' },
+    });
     expect(decodeEntry(encodePayload(undefined))).toMatchObject({ ok: true, payload: null });
   });
 
@@ -14,8 +18,15 @@ describe('entry codec', () => {
   });
 
   it('delivers entries of other producers as a plain object of their fields', () => {
-    expect(decodeEntry(['symbol', 'BTC', 'price', '1'])).toEqual({ ok: true, payload: { symbol: 'BTC', price: '1' }, fields: { symbol: 'BTC', price: '1' } });
-    expect(decodeEntry(['data', 'not json', 'other', 'x'])).toMatchObject({ ok: true, payload: { data: 'not json', other: 'x' } });
+    expect(decodeEntry(['symbol', 'BTC', 'price', '1'])).toEqual({
+      ok: true,
+      payload: { symbol: 'BTC', price: '1' },
+      fields: { symbol: 'BTC', price: '1' },
+    });
+    expect(decodeEntry(['data', 'not json', 'other', 'x'])).toMatchObject({
+      ok: true,
+      payload: { data: 'not json', other: 'x' },
+    });
   });
 
   it('compares stream ids numerically', () => {
@@ -29,7 +40,9 @@ describe('entry codec', () => {
 describe('backoffDelay', () => {
   it('grows exponentially, is capped and jittered within bounds', () => {
     const mid = () => 0.5;
-    expect([1, 2, 3, 4, 10].map((a) => backoffDelay(a, { initialMs: 50, maxMs: 1000 }, mid))).toEqual([50, 100, 200, 400, 1000]);
+    expect(
+      [1, 2, 3, 4, 10].map((a) => backoffDelay(a, { initialMs: 50, maxMs: 1000 }, mid)),
+    ).toEqual([50, 100, 200, 400, 1000]);
     expect(backoffDelay(1, { initialMs: 100, jitter: 0.2 }, () => 0)).toBe(80);
     expect(backoffDelay(1, { initialMs: 100, jitter: 0.2 }, () => 1)).toBe(120);
   });

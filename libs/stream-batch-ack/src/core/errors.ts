@@ -56,7 +56,10 @@ export class MaxDeliveriesExceededError extends StreamBatchAckError {
 
 export class NotInitializedError extends StreamBatchAckError {
   constructor(what: string) {
-    super('NOT_INITIALIZED', `${what} is not initialized. Call "listen"/"startAllMicroservices" (server) or "connect" (client) first.`);
+    super(
+      'NOT_INITIALIZED',
+      `${what} is not initialized. Call "listen"/"startAllMicroservices" (server) or "connect" (client) first.`,
+    );
   }
 }
 

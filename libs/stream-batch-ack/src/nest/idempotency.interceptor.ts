@@ -1,4 +1,10 @@
-import { CallHandler, ExecutionContext, Injectable, NestInterceptor, Optional } from '@nestjs/common';
+import {
+  CallHandler,
+  ExecutionContext,
+  Injectable,
+  NestInterceptor,
+  Optional,
+} from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { concat, defer, EMPTY, from, Observable, of, throwError } from 'rxjs';
 import { catchError, mergeMap } from 'rxjs/operators';
@@ -28,7 +34,10 @@ export class IdempotencyInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     if (context.getType() !== 'rpc') return next.handle();
     const options =
-      this.reflector.get<IdempotentOptions | undefined>(IDEMPOTENT_METADATA, context.getHandler()) ??
+      this.reflector.get<IdempotentOptions | undefined>(
+        IDEMPOTENT_METADATA,
+        context.getHandler(),
+      ) ??
       this.reflector.get<IdempotentOptions | undefined>(IDEMPOTENT_METADATA, context.getClass());
     if (!options) return next.handle();
     const rpc = context.switchToRpc();
@@ -59,7 +68,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
         ).pipe(
           catchError((err) => {
             if (streamsCtx && !streamsCtx.hasError()) streamsCtx.setError(err);
-            return from(this.store.fail(key, token).catch(() => undefined)).pipe(mergeMap(() => throwError(() => err)));
+            return from(this.store.fail(key, token).catch(() => undefined)).pipe(
+              mergeMap(() => throwError(() => err)),
+            );
           }),
         );
       }),

@@ -34,7 +34,13 @@ export class IdempotencyStore implements OnModuleDestroy {
   readonly ttlMs: number;
   readonly lockMs: number;
 
-  constructor(@Optional() @Inject(REDIS_STREAMS_MODULE_OPTIONS) moduleOptions?: { idempotency?: IdempotencyOptions }) {
+  constructor(
+    @Optional()
+    @Inject(REDIS_STREAMS_MODULE_OPTIONS)
+    moduleOptions?: {
+      idempotency?: IdempotencyOptions;
+    },
+  ) {
     const options = moduleOptions?.idempotency ?? {};
     this.ttlMs = options.ttlMs ?? 60_000;
     this.lockMs = options.lockMs ?? 30_000;
@@ -58,7 +64,10 @@ export class IdempotencyStore implements OnModuleDestroy {
   }
 
   /** Tries to start processing `key`; a token is returned with 'acquired'. */
-  async begin(key: string, lockMs = this.lockMs): Promise<{ state: IdempotencyState; token?: string }> {
+  async begin(
+    key: string,
+    lockMs = this.lockMs,
+  ): Promise<{ state: IdempotencyState; token?: string }> {
     const local = this.l1.get(key);
     if (local === DONE) return { state: 'done' };
     if (local !== undefined) return { state: 'processing' };

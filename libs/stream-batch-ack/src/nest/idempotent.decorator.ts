@@ -20,5 +20,8 @@ export interface IdempotentOptions {
  * the retry runs. Applies IdempotencyInterceptor to the handler.
  */
 export function Idempotent(options: IdempotentOptions = {}): MethodDecorator & ClassDecorator {
-  return applyDecorators(SetMetadata(IDEMPOTENT_METADATA, options), UseInterceptors(IdempotencyInterceptor));
+  return applyDecorators(
+    SetMetadata(IDEMPOTENT_METADATA, options),
+    UseInterceptors(IdempotencyInterceptor),
+  );
 }

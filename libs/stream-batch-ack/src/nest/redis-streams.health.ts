@@ -27,26 +27,50 @@ export class RedisStreamsHealthIndicator {
     const { stream, group } = options;
     let client: Redis;
     try {
-      client = options.client instanceof ServerRedisStreams ? options.client.unwrap<[Redis, Redis]>()[1] : options.client;
+      client =
+        options.client instanceof ServerRedisStreams
+          ? options.client.unwrap<[Redis, Redis]>()[1]
+          : options.client;
     } catch (err) {
       return indicator.down({ stream, group, message: describeError(err) });
     }
-    if (client.status !== 'ready') return indicator.down({ stream, group, message: `Redis connection is ${client.status}` });
+    if (client.status !== 'ready')
+      return indicator.down({ stream, group, message: `Redis connection is ${client.status}` });
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
       const timeoutMs = options.timeoutMs ?? 1000;
       const groups = (await Promise.race([
         client.call('XINFO', 'GROUPS', stream),
-        new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`Redis did not answer within ${timeoutMs} ms`)), timeoutMs))),
+        new Promise(
+          (_, reject) =>
+            (timer = setTimeout(
+              () => reject(new Error(`Redis did not answer within ${timeoutMs} ms`)),
+              timeoutMs,
+            )),
+        ),
       ])) as unknown[][];
       const info = groups.map(toRecord).find((g) => g.name === group);
-      if (!info) return indicator.down({ stream, group, message: `Consumer group "${group}" does not exist on stream "${stream}"` });
+      if (!info)
+        return indicator.down({
+          stream,
+          group,
+          message: `Consumer group "${group}" does not exist on stream "${stream}"`,
+        });
       const pending = Number(info.pending ?? 0);
       const lag = info.lag === null || info.lag === undefined ? null : Number(info.lag);
-      const details = { stream, group, consumers: Number(info.consumers ?? 0), pending, lag, lastDeliveredId: String(info['last-delivered-id'] ?? '') };
+      const details = {
+        stream,
+        group,
+        consumers: Number(info.consumers ?? 0),
+        pending,
+        lag,
+        lastDeliveredId: String(info['last-delivered-id'] ?? ''),
+      };
       const problems: string[] = [];
-      if (options.maxPending !== undefined && pending > options.maxPending) problems.push(`pending ${pending} > ${options.maxPending}`);
-      if (options.maxLag !== undefined && lag !== null && lag > options.maxLag) problems.push(`lag ${lag} > ${options.maxLag}`);
+      if (options.maxPending !== undefined && pending > options.maxPending)
+        problems.push(`pending ${pending} > ${options.maxPending}`);
+      if (options.maxLag !== undefined && lag !== null && lag > options.maxLag)
+        problems.push(`lag ${lag} > ${options.maxLag}`);
       if (problems.length > 0) return indicator.down({ ...details, message: problems.join(', ') });
       return indicator.up(details);
     } catch (err) {

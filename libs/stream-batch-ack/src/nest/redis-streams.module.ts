@@ -28,12 +28,18 @@ export class RedisStreamsModule {
       HealthIndicatorService,
       RedisStreamsHealthIndicator,
     ];
-    if (options.captureErrors !== false) providers.push({ provide: APP_INTERCEPTOR, useClass: RedisStreamsErrorInterceptor });
+    if (options.captureErrors !== false)
+      providers.push({ provide: APP_INTERCEPTOR, useClass: RedisStreamsErrorInterceptor });
     return {
       module: RedisStreamsModule,
       global: true,
       providers,
-      exports: [REDIS_STREAMS_MODULE_OPTIONS, IdempotencyStore, IdempotencyInterceptor, RedisStreamsHealthIndicator],
+      exports: [
+        REDIS_STREAMS_MODULE_OPTIONS,
+        IdempotencyStore,
+        IdempotencyInterceptor,
+        RedisStreamsHealthIndicator,
+      ],
     };
   }
 }

@@ -6,10 +6,19 @@ import { Redis, RedisOptions } from 'ioredis';
  * `disconnectTimeout` defaults to 500 ms so that a client closed while Redis is unreachable
  * does not hold the process for ioredis' default 2 s.
  */
-export function createRedisClient(connection: string | RedisOptions, overrides: RedisOptions): Redis {
+export function createRedisClient(
+  connection: string | RedisOptions,
+  overrides: RedisOptions,
+): Redis {
   const userOptions = typeof connection === 'string' ? {} : connection;
-  const options: RedisOptions = { disconnectTimeout: userOptions.disconnectTimeout ?? 500, ...overrides, protocol: 2 } as RedisOptions;
-  return typeof connection === 'string' ? new Redis(connection, options) : new Redis({ ...connection, ...options });
+  const options: RedisOptions = {
+    disconnectTimeout: userOptions.disconnectTimeout ?? 500,
+    ...overrides,
+    protocol: 2,
+  } as RedisOptions;
+  return typeof connection === 'string'
+    ? new Redis(connection, options)
+    : new Redis({ ...connection, ...options });
 }
 
 /** QUIT when connected (pending replies arrive first), otherwise drop the connection and stop reconnecting. */

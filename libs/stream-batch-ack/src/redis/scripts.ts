@@ -82,7 +82,8 @@ export interface StreamScripts {
 /** Registers the scripts on a client (EVALSHA with a fallback to EVAL, via ioredis `defineCommand`). */
 export function defineStreamScripts(client: Redis): Redis & StreamScripts {
   const c = client as Redis & Partial<StreamScripts>;
-  if (!c.sbaDeadLetter) client.defineCommand('sbaDeadLetter', { numberOfKeys: 2, lua: DEAD_LETTER_LUA });
+  if (!c.sbaDeadLetter)
+    client.defineCommand('sbaDeadLetter', { numberOfKeys: 2, lua: DEAD_LETTER_LUA });
   if (!c.sbaSafeTrim) client.defineCommand('sbaSafeTrim', { numberOfKeys: 1, lua: SAFE_TRIM_LUA });
   return client as Redis & StreamScripts;
 }

@@ -5,7 +5,11 @@ import { encodePayload } from '../core/entry-codec';
 import { describeError, NotInitializedError, NotSupportedError } from '../core/errors';
 import { closeClient, createRedisClient } from '../redis/connection';
 import { defineStreamScripts, StreamScripts } from '../redis/scripts';
-import { RedisStreamsEvents, RedisStreamsEventsMap, RedisStreamsStatus } from './redis-streams.events';
+import {
+  RedisStreamsEvents,
+  RedisStreamsEventsMap,
+  RedisStreamsStatus,
+} from './redis-streams.events';
 import { RedisStreamsClientOptions } from './redis-streams.options';
 
 /**
@@ -18,7 +22,10 @@ export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents, RedisStr
   protected client: (Redis & StreamScripts) | null = null;
   protected connectionPromise: Promise<void> | null = null;
   protected isManuallyClosed = false;
-  private pendingEventListeners: { event: keyof RedisStreamsEvents; callback: (...args: any[]) => void }[] = [];
+  private pendingEventListeners: {
+    event: keyof RedisStreamsEvents;
+    callback: (...args: any[]) => void;
+  }[] = [];
   private readonly emitsSinceTrim = new Map<string, number>();
   private readonly trims = new Set<Promise<unknown>>();
 
@@ -31,7 +38,10 @@ export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents, RedisStr
   async connect(): Promise<any> {
     if (this.client) return this.connectionPromise;
     this.isManuallyClosed = false;
-    const userRetry = typeof this.options.connection === 'object' ? this.options.connection.retryStrategy : undefined;
+    const userRetry =
+      typeof this.options.connection === 'object'
+        ? this.options.connection.retryStrategy
+        : undefined;
     const client = defineStreamScripts(
       createRedisClient(this.options.connection, {
         lazyConnect: true,
@@ -50,7 +60,8 @@ export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents, RedisStr
     });
     client.on(RedisStreamsEventsMap.READY, () => this._status$.next(RedisStreamsStatus.CONNECTED));
     client.on(RedisStreamsEventsMap.END, () => this._status$.next(RedisStreamsStatus.DISCONNECTED));
-    for (const { event, callback } of this.pendingEventListeners) client.on(event, (...args: unknown[]) => callback('client', ...args));
+    for (const { event, callback } of this.pendingEventListeners)
+      client.on(event, (...args: unknown[]) => callback('client', ...args));
     this.pendingEventListeners = [];
     this.client = client;
     this.connectionPromise = client.connect().catch((err) => {
@@ -72,11 +83,12 @@ export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents, RedisStr
     this.pendingEventListeners = [];
   }
 
-  override on<EventKey extends keyof RedisStreamsEvents = keyof RedisStreamsEvents, EventCallback extends RedisStreamsEvents[EventKey] = RedisStreamsEvents[EventKey]>(
-    event: EventKey,
-    callback: EventCallback,
-  ): void {
-    if (this.client) this.client.on(event, (...args: unknown[]) => (callback as any)('client', ...args));
+  override on<
+    EventKey extends keyof RedisStreamsEvents = keyof RedisStreamsEvents,
+    EventCallback extends RedisStreamsEvents[EventKey] = RedisStreamsEvents[EventKey],
+  >(event: EventKey, callback: EventCallback): void {
+    if (this.client)
+      this.client.on(event, (...args: unknown[]) => (callback as any)('client', ...args));
     else this.pendingEventListeners.push({ event, callback: callback as any });
   }
 
@@ -92,7 +104,10 @@ export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents, RedisStr
   async trim(stream: string, maxLen = this.options.maxLen): Promise<number> {
     if (maxLen === undefined) return 0;
     await this.connect();
-    const [deleted] = await this.unwrap<Redis & StreamScripts>().sbaSafeTrim(stream, String(maxLen));
+    const [deleted] = await this.unwrap<Redis & StreamScripts>().sbaSafeTrim(
+      stream,
+      String(maxLen),
+    );
     return Number(deleted);
   }
 
@@ -100,14 +115,21 @@ export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents, RedisStr
     const stream = this.normalizePattern(packet.pattern);
     const serialized = this.serializer.serialize(packet) as ReadPacket;
     const client = this.unwrap<Redis>();
-    const id = (await client.call('XADD', stream, '*', ...encodePayload(serialized.data))) as string;
+    const id = (await client.call(
+      'XADD',
+      stream,
+      '*',
+      ...encodePayload(serialized.data),
+    )) as string;
     this.maybeTrim(stream);
     return id as T;
   }
 
   protected publish(_packet: ReadPacket, callback: (packet: WritePacket) => void): () => void {
     callback({
-      err: new NotSupportedError('ClientRedisStreams only supports emit() (events); send() (request-response) is not available over Redis Streams.'),
+      err: new NotSupportedError(
+        'ClientRedisStreams only supports emit() (events); send() (request-response) is not available over Redis Streams.',
+      ),
       isDisposed: true,
     });
     return () => undefined;

@@ -1,7 +1,14 @@
 import { BaseRpcContext } from '@nestjs/microservices';
 
 /** [stream, id, group, deliveries, consumer, fields] */
-export type RedisStreamsContextArgs = [string, string, string, number, string, Record<string, string>];
+export type RedisStreamsContextArgs = [
+  string,
+  string,
+  string,
+  number,
+  string,
+  Record<string, string>,
+];
 
 /**
  * The context of one stream entry, injected with `@Ctx()`. The transport acknowledges the entry

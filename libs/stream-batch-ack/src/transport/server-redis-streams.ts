@@ -6,13 +6,23 @@ import { lastValueFrom } from 'rxjs';
 import { AckBatcher } from '../core/ack-batcher';
 import { backoffDelay } from '../core/backoff';
 import { decodeEntry } from '../core/entry-codec';
-import { describeError, MalformedEntryError, MaxDeliveriesExceededError, NotInitializedError } from '../core/errors';
+import {
+  describeError,
+  MalformedEntryError,
+  MaxDeliveriesExceededError,
+  NotInitializedError,
+} from '../core/errors';
 import { LruCache } from '../core/lru-cache';
 import { closeClient, createRedisClient } from '../redis/connection';
 import { defaultDeadLetterStream } from '../redis/keys';
 import { defineStreamScripts, StreamScripts } from '../redis/scripts';
 import { RedisStreamsContext } from './redis-streams.context';
-import { RedisStreamsConnectionType, RedisStreamsEvents, RedisStreamsEventsMap, RedisStreamsStatus } from './redis-streams.events';
+import {
+  RedisStreamsConnectionType,
+  RedisStreamsEvents,
+  RedisStreamsEventsMap,
+  RedisStreamsStatus,
+} from './redis-streams.events';
 import { RedisStreamsServerOptions, ResolvedServerOptions } from './redis-streams.options';
 
 type Entry = [id: string, fields: string[] | null];
@@ -53,7 +63,10 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
  * A Nest microservice transport over Redis Streams consumer groups. Every `@EventPattern(stream)`
  * handler consumes one stream; entries are acknowledged in batches after their handler succeeded.
  */
-export class ServerRedisStreams extends Server<RedisStreamsEvents, RedisStreamsStatus> implements CustomTransportStrategy {
+export class ServerRedisStreams
+  extends Server<RedisStreamsEvents, RedisStreamsStatus>
+  implements CustomTransportStrategy
+{
   protected override readonly logger = new Logger(ServerRedisStreams.name);
   readonly options: ResolvedServerOptions;
 
@@ -63,7 +76,10 @@ export class ServerRedisStreams extends Server<RedisStreamsEvents, RedisStreamsS
   protected isManuallyClosed = false;
   protected closing = false;
   private closePromise: Promise<void> | null = null;
-  private pendingEventListeners: { event: keyof RedisStreamsEvents; callback: (...args: any[]) => void }[] = [];
+  private pendingEventListeners: {
+    event: keyof RedisStreamsEvents;
+    callback: (...args: any[]) => void;
+  }[] = [];
   private streams: string[] = [];
   private readLoop: Promise<void> | null = null;
   private claimLoop: Promise<void> | null = null;
@@ -95,12 +111,15 @@ export class ServerRedisStreams extends Server<RedisStreamsEvents, RedisStreamsS
     this.pendingEventListeners = [];
     await Promise.all([this.reader.connect(), this.commands.connect()]);
     await this.ensureGroups();
-    this.batcher = new AckBatcher((stream, ids) => this.unwrapCommands().xack(stream, this.options.group, ...ids), {
-      batchSize: this.options.ack.batchSize,
-      intervalMs: this.options.ack.intervalMs,
-      backoff: this.options.ack.backoff,
-      onError: (err) => this.logger.warn(err.message),
-    });
+    this.batcher = new AckBatcher(
+      (stream, ids) => this.unwrapCommands().xack(stream, this.options.group, ...ids),
+      {
+        batchSize: this.options.ack.batchSize,
+        intervalMs: this.options.ack.intervalMs,
+        backoff: this.options.ack.backoff,
+        onError: (err) => this.logger.warn(err.message),
+      },
+    );
     this.batcher.onChange(() => this.wake());
     if (this.streams.length === 0) {
       this.logger.warn('No @EventPattern handlers registered: nothing to read.');
@@ -143,27 +162,34 @@ export class ServerRedisStreams extends Server<RedisStreamsEvents, RedisStreamsS
       let timer: ReturnType<typeof setTimeout> | undefined;
       await Promise.race([
         Promise.allSettled([...this.running]),
-        new Promise<void>((resolve) => (timer = setTimeout(resolve, this.options.shutdownTimeoutMs))),
+        new Promise<void>(
+          (resolve) => (timer = setTimeout(resolve, this.options.shutdownTimeoutMs)),
+        ),
       ]);
       clearTimeout(timer);
       if (this.running.size > 0) {
-        this.logger.warn(`${this.running.size} handler(s) still running after ${this.options.shutdownTimeoutMs} ms; their entries stay pending and will be delivered again.`);
+        this.logger.warn(
+          `${this.running.size} handler(s) still running after ${this.options.shutdownTimeoutMs} ms; their entries stay pending and will be delivered again.`,
+        );
       }
     }
     // 3. Flush every queued ack.
     if (this.batcher) {
       const left = await this.batcher.close(Math.max(1000, deadline - Date.now()));
-      if (left > 0) this.logger.error(`${left} ack(s) could not be sent before shutdown; those entries stay pending and will be delivered again.`);
+      if (left > 0)
+        this.logger.error(
+          `${left} ack(s) could not be sent before shutdown; those entries stay pending and will be delivered again.`,
+        );
     }
     // 4. Close the connections.
     await closeClient(this.commands);
     this.pendingEventListeners = [];
   }
 
-  on<EventKey extends keyof RedisStreamsEvents = keyof RedisStreamsEvents, EventCallback extends RedisStreamsEvents[EventKey] = RedisStreamsEvents[EventKey]>(
-    event: EventKey,
-    callback: EventCallback,
-  ): void {
+  on<
+    EventKey extends keyof RedisStreamsEvents = keyof RedisStreamsEvents,
+    EventCallback extends RedisStreamsEvents[EventKey] = RedisStreamsEvents[EventKey],
+  >(event: EventKey, callback: EventCallback): void {
     if (this.reader && this.commands) {
       this.reader.on(event, (...args: unknown[]) => (callback as any)('reader', ...args));
       this.commands.on(event, (...args: unknown[]) => (callback as any)('command', ...args));
@@ -184,7 +210,10 @@ export class ServerRedisStreams extends Server<RedisStreamsEvents, RedisStreamsS
   }
 
   protected createClient(type: RedisStreamsConnectionType, overrides: RedisOptions): Redis {
-    const userRetry = typeof this.options.connection === 'object' ? this.options.connection.retryStrategy : undefined;
+    const userRetry =
+      typeof this.options.connection === 'object'
+        ? this.options.connection.retryStrategy
+        : undefined;
     const client = createRedisClient(this.options.connection, {
       ...overrides,
       lazyConnect: true,
@@ -200,12 +229,14 @@ export class ServerRedisStreams extends Server<RedisStreamsEvents, RedisStreamsS
       if (!this.isManuallyClosed) this._status$.next(RedisStreamsStatus.RECONNECTING);
     });
     client.on(RedisStreamsEventsMap.READY, () => {
-      if (this.reader?.status === 'ready' && this.commands?.status === 'ready') this._status$.next(RedisStreamsStatus.CONNECTED);
+      if (this.reader?.status === 'ready' && this.commands?.status === 'ready')
+        this._status$.next(RedisStreamsStatus.CONNECTED);
     });
     client.on(RedisStreamsEventsMap.END, () => {
       this._status$.next(RedisStreamsStatus.DISCONNECTED);
     });
-    for (const { event, callback } of this.pendingEventListeners) client.on(event, (...args: unknown[]) => callback(type, ...args));
+    for (const { event, callback } of this.pendingEventListeners)
+      client.on(event, (...args: unknown[]) => callback(type, ...args));
     return client;
   }
 
@@ -213,7 +244,14 @@ export class ServerRedisStreams extends Server<RedisStreamsEvents, RedisStreamsS
     const commands = this.unwrapCommands();
     for (const stream of this.streams) {
       try {
-        await commands.call('XGROUP', 'CREATE', stream, this.options.group, this.options.startId, 'MKSTREAM');
+        await commands.call(
+          'XGROUP',
+          'CREATE',
+          stream,
+          this.options.group,
+          this.options.startId,
+          'MKSTREAM',
+        );
       } catch (err) {
         if (!describeError(err).startsWith('BUSYGROUP')) throw err;
       }
@@ -261,10 +299,17 @@ export class ServerRedisStreams extends Server<RedisStreamsEvents, RedisStreamsS
       let reply: [string, Entry[]][] | null;
       try {
         reply = (await reader.call(
-          'XREADGROUP', 'GROUP', this.options.group, this.options.consumer,
-          'COUNT', Math.min(this.options.read.count, room),
-          'BLOCK', this.options.read.blockMs,
-          'STREAMS', ...this.streams, ...this.streams.map(() => '>'),
+          'XREADGROUP',
+          'GROUP',
+          this.options.group,
+          this.options.consumer,
+          'COUNT',
+          Math.min(this.options.read.count, room),
+          'BLOCK',
+          this.options.read.blockMs,
+          'STREAMS',
+          ...this.streams,
+          ...this.streams.map(() => '>'),
         )) as [string, Entry[]][] | null;
         failures = 0;
       } catch (err) {
@@ -272,7 +317,9 @@ export class ServerRedisStreams extends Server<RedisStreamsEvents, RedisStreamsS
         failures++;
         const message = describeError(err);
         if (message.startsWith('NOGROUP')) {
-          this.logger.warn(`Consumer group "${this.options.group}" is missing (stream deleted?): creating it again.`);
+          this.logger.warn(
+            `Consumer group "${this.options.group}" is missing (stream deleted?): creating it again.`,
+          );
           await this.ensureGroups().catch((e) => this.logger.error(describeError(e)));
         } else {
           this.logger.error(`XREADGROUP failed: ${message}`);
@@ -298,7 +345,8 @@ export class ServerRedisStreams extends Server<RedisStreamsEvents, RedisStreamsS
         try {
           await this.claimOnce(stream);
         } catch (err) {
-          if (!this.closing) this.logger.error(`XAUTOCLAIM on "${stream}" failed: ${describeError(err)}`);
+          if (!this.closing)
+            this.logger.error(`XAUTOCLAIM on "${stream}" failed: ${describeError(err)}`);
         }
       }
     }
@@ -312,11 +360,23 @@ export class ServerRedisStreams extends Server<RedisStreamsEvents, RedisStreamsS
     const { group, consumer } = this.options;
     const cursor = this.claimCursors.get(stream) ?? '0-0';
     const reply = (await commands.call(
-      'XAUTOCLAIM', stream, group, consumer, this.options.claim.minIdleMs, cursor, 'COUNT', Math.min(this.options.claim.count, room),
+      'XAUTOCLAIM',
+      stream,
+      group,
+      consumer,
+      this.options.claim.minIdleMs,
+      cursor,
+      'COUNT',
+      Math.min(this.options.claim.count, room),
     )) as [string, Entry[], string[]?];
     const [next, entries] = reply;
     this.claimCursors.set(stream, next);
-    const live = entries.filter(([id, fields]) => fields !== null && !this.inFlight.has(`${stream}\u0000${id}`) && !this.batcher?.has(stream, id));
+    const live = entries.filter(
+      ([id, fields]) =>
+        fields !== null &&
+        !this.inFlight.has(`${stream}\u0000${id}`) &&
+        !this.batcher?.has(stream, id),
+    );
     // Entries deleted from the stream while pending (Redis < 7 returns them with nil fields): acknowledge them.
     for (const [id, fields] of entries) if (fields === null) this.batcher?.add(stream, id);
     if (live.length === 0) return 0;
@@ -325,7 +385,10 @@ export class ServerRedisStreams extends Server<RedisStreamsEvents, RedisStreamsS
     const counts = (await pipeline.exec()) ?? [];
     live.forEach(([id, fields], i) => {
       const [err, rows] = counts[i] ?? [];
-      const row = !err && Array.isArray(rows) && rows.length > 0 ? (rows[0] as [string, string, number, number]) : undefined;
+      const row =
+        !err && Array.isArray(rows) && rows.length > 0
+          ? (rows[0] as [string, string, number, number])
+          : undefined;
       if (!row) return; // acknowledged in the meantime
       this.dispatch(stream, id, fields, Number(row[3]));
     });
@@ -348,7 +411,12 @@ export class ServerRedisStreams extends Server<RedisStreamsEvents, RedisStreamsS
     this.running.add(run);
   }
 
-  protected async handleEntry(stream: string, id: string, flat: string[] | null, deliveries: number): Promise<void> {
+  protected async handleEntry(
+    stream: string,
+    id: string,
+    flat: string[] | null,
+    deliveries: number,
+  ): Promise<void> {
     const decoded = decodeEntry(flat);
     const { maxDeliveries } = this.options.deadLetter;
     if (!decoded.ok) {
@@ -358,7 +426,12 @@ export class ServerRedisStreams extends Server<RedisStreamsEvents, RedisStreamsS
       return;
     }
     if (deliveries > maxDeliveries) {
-      const error = new MaxDeliveriesExceededError(stream, id, deliveries - 1, this.lastErrors.get(`${stream}\u0000${id}`));
+      const error = new MaxDeliveriesExceededError(
+        stream,
+        id,
+        deliveries - 1,
+        this.lastErrors.get(`${stream}\u0000${id}`),
+      );
       this.logger.warn(error.message);
       await this.deadLetter(stream, id, decoded.fields, deliveries - 1, 'max-deliveries', error);
       return;
@@ -368,7 +441,14 @@ export class ServerRedisStreams extends Server<RedisStreamsEvents, RedisStreamsS
       this.logger.error(`No handler for stream "${stream}"; entry ${id} stays pending.`);
       return;
     }
-    const ctx = new RedisStreamsContext([stream, id, this.options.group, deliveries, this.options.consumer, decoded.fields]);
+    const ctx = new RedisStreamsContext([
+      stream,
+      id,
+      this.options.group,
+      deliveries,
+      this.options.consumer,
+      decoded.fields,
+    ]);
     try {
       await this.onProcessingStartHook(this.transportId!, ctx, async () => {
         const result = await handler(decoded.payload, ctx);
@@ -380,10 +460,14 @@ export class ServerRedisStreams extends Server<RedisStreamsEvents, RedisStreamsS
       const message = describeError(error);
       this.lastErrors.set(`${stream}\u0000${id}`, message);
       if (deliveries >= maxDeliveries) {
-        this.logger.warn(`Entry ${id} of "${stream}" failed on delivery ${deliveries}/${maxDeliveries} (${message}): moving it to the dead-letter stream.`);
+        this.logger.warn(
+          `Entry ${id} of "${stream}" failed on delivery ${deliveries}/${maxDeliveries} (${message}): moving it to the dead-letter stream.`,
+        );
         await this.deadLetter(stream, id, decoded.fields, deliveries, 'handler-failed', error);
       } else {
-        this.logger.warn(`Entry ${id} of "${stream}" failed on delivery ${deliveries}/${maxDeliveries} (${message}); it stays pending and is retried after ${this.options.claim.minIdleMs} ms.`);
+        this.logger.warn(
+          `Entry ${id} of "${stream}" failed on delivery ${deliveries}/${maxDeliveries} (${message}); it stays pending and is retried after ${this.options.claim.minIdleMs} ms.`,
+        );
       }
       return;
     }
@@ -406,20 +490,34 @@ export class ServerRedisStreams extends Server<RedisStreamsEvents, RedisStreamsS
     const errorName = error instanceof Error ? error.name : typeof error;
     const stack = error instanceof Error && error.stack ? error.stack : '';
     await this.unwrapCommands().sbaDeadLetter(
-      stream, dlq, this.options.group, id, String(this.options.deadLetter.maxLen),
-      'stream', stream,
-      'id', id,
-      'group', this.options.group,
-      'consumer', this.options.consumer,
-      'deliveries', String(deliveries),
-      'reason', reason,
-      'error', describeError(error),
-      'errorName', errorName,
-      'stack', stack,
-      'failedAt', new Date().toISOString(),
-      'fields', JSON.stringify(fields),
+      stream,
+      dlq,
+      this.options.group,
+      id,
+      String(this.options.deadLetter.maxLen),
+      'stream',
+      stream,
+      'id',
+      id,
+      'group',
+      this.options.group,
+      'consumer',
+      this.options.consumer,
+      'deliveries',
+      String(deliveries),
+      'reason',
+      reason,
+      'error',
+      describeError(error),
+      'errorName',
+      errorName,
+      'stack',
+      stack,
+      'failedAt',
+      new Date().toISOString(),
+      'fields',
+      JSON.stringify(fields),
     );
     this.lastErrors.delete(`${stream}\u0000${id}`);
   }
 }
-

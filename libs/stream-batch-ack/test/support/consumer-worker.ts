@@ -7,7 +7,12 @@ import { NestFactory } from '@nestjs/core';
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { Module } from '@nestjs/common';
 import { Redis } from 'ioredis';
-import { Idempotent, RedisStreamsContext, RedisStreamsModule, ServerRedisStreams } from '@app/stream-batch-ack';
+import {
+  Idempotent,
+  RedisStreamsContext,
+  RedisStreamsModule,
+  ServerRedisStreams,
+} from '@app/stream-batch-ack';
 
 const env = (name: string): string => {
   const v = process.env[name];
@@ -34,7 +39,11 @@ class WorkerController {
 }
 
 @Module({
-  imports: [RedisStreamsModule.forRoot({ idempotency: { redis: REDIS_URL, keyPrefix: env('IDEM_PREFIX') } })],
+  imports: [
+    RedisStreamsModule.forRoot({
+      idempotency: { redis: REDIS_URL, keyPrefix: env('IDEM_PREFIX') },
+    }),
+  ],
   controllers: [WorkerController],
 })
 class WorkerModule {}

@@ -16,11 +16,17 @@ export function sleep(ms: number): Promise<void> {
 }
 
 /** Polls `check` until it returns true, or fails with `what` after `timeoutMs`. */
-export async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 10_000, everyMs = 20): Promise<void> {
+export async function waitFor(
+  what: string,
+  check: () => boolean | Promise<boolean>,
+  timeoutMs = 10_000,
+  everyMs = 20,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for: ${what}`);
+    if (Date.now() > deadline)
+      throw new Error(`Timed out after ${timeoutMs} ms waiting for: ${what}`);
     await sleep(everyMs);
   }
 }
@@ -47,11 +53,19 @@ export async function pendingCount(redis: Redis, stream: string, group: string):
 }
 
 export async function pendingIds(redis: Redis, stream: string, group: string): Promise<string[]> {
-  const rows = (await redis.call('XPENDING', stream, group, '-', '+', 100_000)) as [string, string, number, number][];
+  const rows = (await redis.call('XPENDING', stream, group, '-', '+', 100_000)) as [
+    string,
+    string,
+    number,
+    number,
+  ][];
   return rows.map((r) => r[0]);
 }
 
-export async function readAll(redis: Redis, stream: string): Promise<{ id: string; fields: Record<string, string> }[]> {
+export async function readAll(
+  redis: Redis,
+  stream: string,
+): Promise<{ id: string; fields: Record<string, string> }[]> {
   const rows = (await redis.call('XRANGE', stream, '-', '+')) as [string, string[]][];
   return rows.map(([id, flat]) => {
     const fields: Record<string, string> = {};
@@ -61,7 +75,11 @@ export async function readAll(redis: Redis, stream: string): Promise<{ id: strin
 }
 
 /** Appends `n` entries in the client's format; returns their ids in order. */
-export async function produce(redis: Redis, stream: string, payloads: unknown[]): Promise<string[]> {
+export async function produce(
+  redis: Redis,
+  stream: string,
+  payloads: unknown[],
+): Promise<string[]> {
   const pipeline = redis.pipeline();
   for (const p of payloads) pipeline.xadd(stream, '*', 'data', JSON.stringify(p));
   const res = (await pipeline.exec()) ?? [];

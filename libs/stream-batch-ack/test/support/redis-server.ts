@@ -11,10 +11,13 @@ export interface DedicatedRedis {
 }
 
 export function redisServerBin(): string {
-  if (process.env.REDIS_SERVER_BIN && existsSync(process.env.REDIS_SERVER_BIN)) return process.env.REDIS_SERVER_BIN;
+  if (process.env.REDIS_SERVER_BIN && existsSync(process.env.REDIS_SERVER_BIN))
+    return process.env.REDIS_SERVER_BIN;
   const found = spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' });
   if (found.status === 0 && found.stdout.trim()) return found.stdout.trim();
-  throw new Error('redis-server not found: install it (apt-get install redis-server) or set REDIS_SERVER_BIN.');
+  throw new Error(
+    'redis-server not found: install it (apt-get install redis-server) or set REDIS_SERVER_BIN.',
+  );
 }
 
 export function freePort(): Promise<number> {
@@ -30,9 +33,24 @@ export function freePort(): Promise<number> {
 
 export async function startRedisServer(): Promise<DedicatedRedis> {
   const port = await freePort();
-  const child = spawn(redisServerBin(), ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no'], {
-    stdio: 'ignore',
-  });
+  const child = spawn(
+    redisServerBin(),
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--protected-mode',
+      'no',
+    ],
+    {
+      stdio: 'ignore',
+    },
+  );
   const url = `redis://127.0.0.1:${port}`;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const deadline = Date.now() + 10_000;
