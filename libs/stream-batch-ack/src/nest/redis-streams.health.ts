@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { HealthIndicatorService } from '@nestjs/terminus';
+import { HealthIndicatorResult, HealthIndicatorService } from '@nestjs/terminus';
 import { Redis } from 'ioredis';
 import { describeError } from '../core/errors';
 import { ServerRedisStreams } from '../transport/server-redis-streams';
@@ -22,7 +22,7 @@ export interface RedisStreamsHealthOptions {
 export class RedisStreamsHealthIndicator {
   constructor(private readonly healthIndicatorService: HealthIndicatorService) {}
 
-  async isHealthy<const Key extends string>(key: Key, options: RedisStreamsHealthOptions) {
+  async isHealthy<const Key extends string>(key: Key, options: RedisStreamsHealthOptions): Promise<HealthIndicatorResult<Key>> {
     const indicator = this.healthIndicatorService.check(key);
     const { stream, group } = options;
     let client: Redis;

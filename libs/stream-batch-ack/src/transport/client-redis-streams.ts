@@ -17,7 +17,7 @@ import { RedisStreamsClientOptions } from './redis-streams.options';
  * entry (XADD). Emits issued in the same tick go out as one pipeline. With `maxLen`, streams are
  * trimmed without deleting entries that a consumer group has not acknowledged.
  */
-export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents, RedisStreamsStatus> {
+export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents> {
   protected readonly logger = new Logger(ClientRedisStreams.name);
   protected client: (Redis & StreamScripts) | null = null;
   protected connectionPromise: Promise<void> | null = null;
