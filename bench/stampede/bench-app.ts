@@ -118,7 +118,7 @@ export function buildBenchModule(cfg: BenchConfig) {
     readonly backend = backend;
     /** Counters of the bench-local patterns (the library keeps its own). */
     readonly local = new Map<PatternName, PatternCounters>();
-    private readonly redis = new Redis(cfg.redisUrl, { lazyConnect: false });
+    readonly redis = new Redis(cfg.redisUrl, { lazyConnect: false });
 
     @Cacheable({ key, ttl })
     async naive(k: string): Promise<string> {
@@ -212,7 +212,7 @@ export function buildBenchModule(cfg: BenchConfig) {
       await this.redis.quit();
     }
 
-    private async loadAndSet(pattern: PatternName, k: string): Promise<string> {
+    async loadAndSet(pattern: PatternName, k: string): Promise<string> {
       const started = Date.now();
       const v = await backend.load(pattern, k);
       const now = Date.now();
