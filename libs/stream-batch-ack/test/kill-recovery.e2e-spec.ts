@@ -65,7 +65,7 @@ describe('kill -9 of a consumer process: a second consumer claims its pending me
     const handledByA: number[] = [];
     let stuck: { stuck: number; id: string } | undefined;
     worker = fork(path.join(__dirname, 'support/consumer-worker.ts'), [], {
-      execArgv: ['--require', path.join(__dirname, 'support/register.js')],
+      execArgv: ['--require', path.join(__dirname, '..', '..', '..', 'scripts', 'register-ts.js')],
       env: {
         ...process.env,
         REDIS_URL,

@@ -1,5 +1,5 @@
 /*
- * A consumer process for the kill -9 test. Run with: node --require ./register.js consumer-worker.ts
+ * A consumer process for the kill -9 test. Run with: node --require scripts/register-ts.js consumer-worker.ts
  * Env: REDIS_URL, STREAM, GROUP, CONSUMER, EFFECTS (hash of side effects), IDEM_PREFIX, STUCK_AT (n whose handler never ends).
  */
 import { Controller } from '@nestjs/common';
