@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
-import { delay, freePort } from './redis';
+import { delay, freePort, waitForRedis } from './redis';
 
 const run = promisify(execFile);
 
@@ -36,7 +36,7 @@ export class ThrowawayCluster {
         '--cluster-config-file', join(this.dir, `nodes-${port}.conf`), '--save', '', '--appendonly', 'no', '--dir', this.dir,
       ], { stdio: 'ignore' }));
     }
-    for (const port of this.ports) await waitForPing(port);
+    for (const port of this.ports) await waitForRedis(port);
     const cli = join(bin, '..', 'redis-cli');
     const nodes = this.ports.map((p) => `127.0.0.1:${p}`);
     await run(cli.includes('/') ? cli : 'redis-cli', [
@@ -74,29 +74,5 @@ export class ThrowawayCluster {
       ),
     );
     rmSync(this.dir, { recursive: true, force: true });
-  }
-}
-
-async function waitForPing(port: number): Promise<void> {
-  const probe = new Redis(port, '127.0.0.1', {
-    lazyConnect: true,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-  });
-  probe.on('error', () => undefined);
-  try {
-    for (let i = 0; i < 200; i++) {
-      try {
-        await probe.connect();
-        await probe.ping();
-        return;
-      } catch {
-        probe.disconnect();
-        await delay(25);
-      }
-    }
-    throw new Error(`redis-server did not start on port ${port}`);
-  } finally {
-    probe.disconnect();
   }
 }

@@ -70,29 +70,7 @@ export class ThrowawayRedis {
         stdio: 'ignore',
       },
     );
-    const probe = new Redis(this.port, '127.0.0.1', {
-      lazyConnect: true,
-      maxRetriesPerRequest: 0,
-      retryStrategy: () => null,
-    });
-    probe.on('error', () => undefined);
-    try {
-      for (let i = 0; i < 200; i++) {
-        try {
-          await probe.connect();
-          await probe.ping();
-          return;
-        } catch {
-          probe.disconnect();
-          await new Promise((r) => setTimeout(r, 25));
-        }
-      }
-      throw new Error(
-        `redis-server did not start on port ${this.port} (is redis-server installed?)`,
-      );
-    } finally {
-      probe.disconnect();
-    }
+    await waitForRedis(this.port);
   }
 
   /** SIGKILL, as a crash would. */
@@ -109,6 +87,31 @@ export class ThrowawayRedis {
   async destroy(): Promise<void> {
     await this.stop();
     rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** Resolves once a redis-server answers PING on `port` (about 5 s at most). */
+export async function waitForRedis(port: number): Promise<void> {
+  const probe = new Redis(port, '127.0.0.1', {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
+  probe.on('error', () => undefined);
+  try {
+    for (let i = 0; i < 200; i++) {
+      try {
+        await probe.connect();
+        await probe.ping();
+        return;
+      } catch {
+        probe.disconnect();
+        await delay(25);
+      }
+    }
+    throw new Error(`redis-server did not start on port ${port} (is redis-server installed?)`);
+  } finally {
+    probe.disconnect();
   }
 }
 
