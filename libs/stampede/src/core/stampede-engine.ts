@@ -98,6 +98,7 @@ export class StampedeEngine {
   /** Removes the cached value; calls in flight are not joined by later callers. */
   async invalidate(key: string): Promise<void> {
     this.flights.forget(key);
+    this.reads.forget(key);
     await this.store.delete(key);
   }
 
