@@ -49,6 +49,40 @@ describe('AckBatcher (fake clock)', () => {
     await batcher.close();
   });
 
+  it('a timer flush sends only the ids queued when it started: ids arriving during its round trips wait for their own trigger', async () => {
+    const clock = new ManualClock();
+    const calls: string[][] = [];
+    let release: () => void = () => undefined;
+    // Each flush call stays "in flight" until released, as an XACK round trip does.
+    const fn = (_stream: string, ids: string[]) =>
+      new Promise<void>((resolve) => {
+        calls.push([...ids]);
+        release = resolve;
+      });
+    const batcher = new AckBatcher(fn, { batchSize: 500, intervalMs: 50, clock });
+    batcher.add('s', '1-0');
+    batcher.add('s', '2-0');
+    clock.advance(50); // the timer flush starts with 2 ids
+    expect(calls).toEqual([['1-0', '2-0']]);
+    // A steady trickle: a few ids arrive during every round trip.
+    for (let round = 0; round < 5; round++) {
+      batcher.add('s', `${3 + round}-0`);
+      clock.advance(1);
+      release();
+      await settle();
+    }
+    // Not one tiny XACK per round trip: the trickle waits for the interval (or the batch size).
+    expect(calls.length).toBe(1);
+    expect(batcher.size).toBe(5);
+    clock.advance(50);
+    await settle();
+    expect(calls[1]).toEqual(['3-0', '4-0', '5-0', '6-0', '7-0']);
+    release();
+    await settle();
+    expect(batcher.size).toBe(0);
+    await batcher.close();
+  });
+
   it('keeps one queue per stream and flushes each with its own call', async () => {
     const clock = new ManualClock();
     const { calls, fn } = recorder();

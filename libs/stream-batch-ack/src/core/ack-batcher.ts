@@ -150,8 +150,15 @@ export class AckBatcher {
     return this.size;
   }
 
+  /**
+   * Sends the due ids of one stream, one XACK-sized chunk at a time. `all` (flush(), close(), the
+   * interval timer) sends the ids queued when it started; ids that arrive during its round trips
+   * wait for their own size or interval trigger. Otherwise a steady trickle would keep a flush
+   * running forever as a string of tiny XACKs, one per round trip.
+   */
   private async flushStream(stream: string, q: StreamQueue, all: boolean): Promise<void> {
     if (q.flushing) return q.flushing;
+    let owed = all ? q.ids.length : 0;
     const run = (async () => {
       while (q.ids.length > 0) {
         const chunk = q.ids.slice(0, this.batchSize);
@@ -170,9 +177,10 @@ export class AckBatcher {
         for (const id of chunk) q.set.delete(id);
         // The ids left behind arrived after the flushed ones: restart their clock now.
         if (q.ids.length > 0) q.oldestAt = this.clock.now();
+        owed -= chunk.length;
         this.options.onFlush?.(stream, chunk);
         this.notify();
-        if (!all && q.ids.length < this.batchSize) return;
+        if (owed <= 0 && q.ids.length < this.batchSize) return;
       }
     })();
     q.flushing = run;

@@ -1,0 +1,84 @@
+/*
+ * What the consumer measures: e2e latency of every message (from the producer's high-resolution
+ * send time), exactly-once accounting by sequence number, peak RSS (sampled) and CPU time.
+ */
+import { ConsumerResult, hrNow, Tick } from './protocol';
+
+export class Recorder {
+  private readonly latencies: Float64Array;
+  private readonly seen: Uint8Array;
+  private count = 0;
+  private handled = 0;
+  private duplicates = 0;
+  private firstAt = 0;
+  private lastAt = 0;
+  private peakRss = 0;
+  private cpuStart: NodeJS.CpuUsage | null = null;
+  private cpuEnd: NodeJS.CpuUsage | null = null;
+  private readonly sampler: ReturnType<typeof setInterval>;
+  private doneSent = false;
+
+  constructor(
+    private readonly expected: number,
+    rssEveryMs: number,
+    private readonly onDone: () => void,
+  ) {
+    this.latencies = new Float64Array(expected);
+    this.seen = new Uint8Array(expected);
+    this.sampleRss();
+    this.sampler = setInterval(() => this.sampleRss(), rssEveryMs);
+  }
+
+  record(tick: Tick): void {
+    const now = hrNow();
+    if (this.handled === 0) {
+      this.firstAt = now;
+      this.cpuStart = process.cpuUsage();
+    }
+    this.handled++;
+    this.lastAt = now;
+    const seq = tick.seq;
+    if (seq >= 0 && seq < this.expected) {
+      if (this.seen[seq]) {
+        this.duplicates++;
+        return;
+      }
+      this.seen[seq] = 1;
+      this.latencies[this.count++] = now - tick.sentAt;
+      if (this.count === this.expected && !this.doneSent) {
+        this.doneSent = true;
+        this.cpuEnd = process.cpuUsage(this.cpuStart ?? undefined);
+        this.sampleRss();
+        this.onDone();
+      }
+    }
+  }
+
+  result(): ConsumerResult {
+    clearInterval(this.sampler);
+    this.sampleRss();
+    const lat = this.latencies.subarray(0, this.count).sort();
+    const q = (p: number) =>
+      lat.length === 0
+        ? NaN
+        : lat[Math.min(lat.length - 1, Math.max(0, Math.ceil(p * lat.length) - 1))];
+    const cpu = this.cpuEnd ?? process.cpuUsage(this.cpuStart ?? undefined);
+    return {
+      handled: this.handled,
+      duplicates: this.duplicates,
+      missing: this.expected - this.count,
+      p50: q(0.5),
+      p99: q(0.99),
+      max: lat.length ? lat[lat.length - 1] : NaN,
+      firstAt: this.firstAt,
+      lastAt: this.lastAt,
+      peakRssMb: this.peakRss / 1024 / 1024,
+      cpuMs: (cpu.user + cpu.system) / 1000,
+    };
+  }
+
+  private sampleRss(): void {
+    const rss = process.memoryUsage.rss();
+    if (rss > this.peakRss) this.peakRss = rss;
+  }
+}
