@@ -1,0 +1,34 @@
+import { LogLevel } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { resolveConfig, ShortenerConfig } from './config';
+import { HttpErrorFilter } from './http-error.filter';
+import { ShortenerModule } from './shortener.module';
+
+export interface CreateShortenerAppOptions {
+  /** Nest logger levels, or false for none (tests). Default: log, warn, error. */
+  logger?: false | LogLevel[];
+}
+
+/**
+ * Builds the shortener (not yet listening): the environment's configuration with `overrides`
+ * on top. `await app.listen(port, host)` to serve, or `app.init()` for tests.
+ */
+export async function createShortenerApp(
+  overrides: Partial<ShortenerConfig> = {},
+  options: CreateShortenerAppOptions = {},
+): Promise<NestFastifyApplication> {
+  const config = resolveConfig(overrides);
+  const adapter = new FastifyAdapter({ bodyLimit: config.bodyLimit });
+  // Bodies that are not JSON reach the handler as text, which answers 400 "must be JSON".
+  adapter.getInstance().addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => {
+    done(null, body);
+  });
+  const app = await NestFactory.create<NestFastifyApplication>(
+    ShortenerModule.forRoot(config),
+    adapter,
+    { logger: options.logger ?? ['log', 'warn', 'error'], abortOnError: false },
+  );
+  app.useGlobalFilters(new HttpErrorFilter(config.bodyLimit));
+  return app;
+}

@@ -1,0 +1,132 @@
+import { createPool, Pool, PoolConnection, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
+import { InsertResult, toIso, UrlRecord, UrlRepository } from './url-repository';
+
+interface Row extends RowDataPacket {
+  code: string;
+  url: string;
+  created_at: Date;
+}
+
+function isUniqueViolation(err: unknown): boolean {
+  return (err as { code?: string })?.code === 'ER_DUP_ENTRY';
+}
+
+/** MySQL or MariaDB through a mysql2 pool of `poolSize` connections. */
+export class MysqlUrlRepository implements UrlRepository {
+  readonly kind = 'mysql';
+  private readonly pool: Pool;
+
+  constructor(
+    uri: string,
+    private readonly table: string,
+    poolSize: number,
+  ) {
+    this.pool = createPool({
+      uri,
+      connectionLimit: poolSize,
+      timezone: 'Z',
+      connectTimeout: 5000,
+      supportBigNumbers: true,
+      bigNumberStrings: true,
+    });
+  }
+
+  async init(): Promise<void> {
+    await this.pool.query(`
+      CREATE TABLE IF NOT EXISTS ${this.table} (
+        id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+        code VARCHAR(16) CHARACTER SET ascii COLLATE ascii_bin NULL UNIQUE,
+        url TEXT NOT NULL,
+        url_hash CHAR(64) CHARACTER SET ascii NOT NULL UNIQUE,
+        created_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3)
+      )`);
+  }
+
+  async insertSequential(
+    url: string,
+    urlHash: string,
+    encode: (id: bigint) => string,
+  ): Promise<InsertResult> {
+    const createdAt = new Date();
+    let conn: PoolConnection | undefined;
+    try {
+      conn = await this.pool.getConnection();
+      await conn.beginTransaction();
+      const [inserted] = await conn.execute<ResultSetHeader>(
+        `INSERT INTO ${this.table} (url, url_hash, created_at) VALUES (?, ?, ?)`,
+        [url, urlHash, createdAt],
+      );
+      const code = encode(BigInt(inserted.insertId));
+      await conn.execute(`UPDATE ${this.table} SET code = ? WHERE id = ?`, [
+        code,
+        String(inserted.insertId),
+      ]);
+      await conn.commit();
+      return { record: { code, url, createdAt: createdAt.toISOString() } };
+    } catch (err) {
+      await conn?.rollback().catch(() => undefined);
+      if (isUniqueViolation(err)) return this.conflictOf(urlHash);
+      throw err;
+    } finally {
+      conn?.release();
+    }
+  }
+
+  async insertWithCode(code: string, url: string, urlHash: string): Promise<InsertResult> {
+    const createdAt = new Date();
+    try {
+      await this.pool.execute(
+        `INSERT INTO ${this.table} (code, url, url_hash, created_at) VALUES (?, ?, ?, ?)`,
+        [code, url, urlHash, createdAt],
+      );
+      return { record: { code, url, createdAt: createdAt.toISOString() } };
+    } catch (err) {
+      if (isUniqueViolation(err)) return this.conflictOf(urlHash);
+      throw err;
+    }
+  }
+
+  async findByCode(code: string): Promise<UrlRecord | null> {
+    const [rows] = await this.pool.execute<Row[]>(
+      `SELECT code, url, created_at FROM ${this.table} WHERE code = ?`,
+      [code],
+    );
+    return rows[0] ? toRecord(rows[0]) : null;
+  }
+
+  async findByUrlHash(urlHash: string): Promise<UrlRecord | null> {
+    const [rows] = await this.pool.execute<Row[]>(
+      `SELECT code, url, created_at FROM ${this.table} WHERE url_hash = ? AND code IS NOT NULL`,
+      [urlHash],
+    );
+    return rows[0] ? toRecord(rows[0]) : null;
+  }
+
+  async codeExists(code: string): Promise<boolean> {
+    const [rows] = await this.pool.execute<RowDataPacket[]>(
+      `SELECT 1 FROM ${this.table} WHERE code = ?`,
+      [code],
+    );
+    return rows.length > 0;
+  }
+
+  async ping(): Promise<void> {
+    await this.pool.query('SELECT 1');
+  }
+
+  async dropTable(): Promise<void> {
+    await this.pool.query(`DROP TABLE IF EXISTS ${this.table}`);
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+
+  private async conflictOf(urlHash: string): Promise<InsertResult> {
+    return { conflict: (await this.findByUrlHash(urlHash)) ? 'url-exists' : 'code-taken' };
+  }
+}
+
+function toRecord(row: Row): UrlRecord {
+  return { code: row.code, url: row.url, createdAt: toIso(row.created_at) };
+}

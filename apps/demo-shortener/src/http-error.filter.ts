@@ -1,0 +1,55 @@
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+
+/**
+ * Fastify's own request errors (Nest hands them over as HttpExceptions with Fastify's text),
+ * in words a client can act on.
+ */
+function clearerMessage(status: number, message: string, bodyLimit: number): string {
+  if (status === 413) return `The request body is larger than ${bodyLimit} bytes`;
+  if (status === 415) return 'Send the body as JSON with Content-Type: application/json';
+  if (status === 400 && /^Body (is not valid JSON|cannot be empty)/.test(message)) {
+    return `The request body is not valid JSON (${message}); send {"url": "https://example.com/page"}`;
+  }
+  return message;
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  400: 'Bad Request',
+  404: 'Not Found',
+  413: 'Payload Too Large',
+  415: 'Unsupported Media Type',
+  500: 'Internal Server Error',
+};
+
+/** Every error as JSON `{ statusCode, error, message }`; server errors are logged, not shown. */
+@Catch()
+export class HttpErrorFilter implements ExceptionFilter {
+  private readonly logger = new Logger('Shortener');
+
+  constructor(private readonly bodyLimit: number) {}
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const reply = host.switchToHttp().getResponse<FastifyReply>();
+    let status = 500;
+    let message = 'Internal server error';
+    if (exception instanceof HttpException) {
+      status = exception.getStatus();
+      const body = exception.getResponse();
+      message =
+        typeof body === 'string'
+          ? body
+          : String((body as { message?: unknown }).message ?? exception.message);
+      message = clearerMessage(status, message, this.bodyLimit);
+    }
+    if (status >= 500) {
+      this.logger.error(
+        exception instanceof Error ? (exception.stack ?? exception.message) : String(exception),
+      );
+    }
+    void reply
+      .status(status)
+      .header('Content-Type', 'application/json; charset=utf-8')
+      .send({ statusCode: status, error: STATUS_TEXT[status] ?? 'Error', message });
+  }
+}

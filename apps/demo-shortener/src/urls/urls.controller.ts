@@ -1,0 +1,81 @@
+import {
+  BadRequestException,
+  Body,
+  Controller,
+  Get,
+  HttpCode,
+  NotFoundException,
+  Param,
+  Post,
+  Res,
+} from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import { Inject } from '@nestjs/common';
+import type { ShortenerConfig } from '../config';
+import { SHORTENER_CONFIG } from '../shortener.constants';
+import { ShortenerService } from './shortener.service';
+import { InvalidUrlError, isLookupableCode, validateTargetUrl } from './url-validation';
+
+export interface ShortUrlView {
+  code: string;
+  shortUrl: string;
+  url: string;
+  createdAt: string;
+}
+
+function notFound(code: string): NotFoundException {
+  return new NotFoundException(`No short URL with code "${code.slice(0, 32)}"`);
+}
+
+@Controller()
+export class UrlsController {
+  constructor(
+    private readonly shortener: ShortenerService,
+    @Inject(SHORTENER_CONFIG) private readonly config: ShortenerConfig,
+  ) {}
+
+  /** 201 with the new code; 200 with the existing code when the URL was shortened before. */
+  @Post('urls')
+  @HttpCode(201)
+  async create(
+    @Body() body: unknown,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<ShortUrlView> {
+    let url: string;
+    try {
+      url = validateTargetUrl(body, this.config.publicBaseUrl);
+    } catch (err) {
+      if (err instanceof InvalidUrlError) throw new BadRequestException(err.message);
+      throw err;
+    }
+    const { record, created } = await this.shortener.create(url);
+    if (!created) reply.status(200);
+    return this.view(record);
+  }
+
+  @Get('urls/:code')
+  async record(@Param('code') code: string): Promise<ShortUrlView> {
+    if (!isLookupableCode(code)) throw notFound(code);
+    const record = await this.shortener.resolve(code);
+    if (!record) throw notFound(code);
+    return this.view(record);
+  }
+
+  /** The hot path: 302 (not 301, so every visit reaches the shortener) to the stored URL. */
+  @Get(':code')
+  async redirect(@Param('code') code: string, @Res() reply: FastifyReply): Promise<void> {
+    if (!isLookupableCode(code)) throw notFound(code);
+    const record = await this.shortener.resolve(code);
+    if (!record) throw notFound(code);
+    void reply.redirect(record.url, 302);
+  }
+
+  private view(record: { code: string; url: string; createdAt: string }): ShortUrlView {
+    return {
+      code: record.code,
+      shortUrl: this.shortener.shortUrl(record.code),
+      url: record.url,
+      createdAt: record.createdAt,
+    };
+  }
+}

@@ -1,0 +1,241 @@
+import { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { Redis } from 'ioredis';
+import request from 'supertest';
+import { urlHash } from '../../src/codes/code-strategy';
+import type { ShortenerConfig } from '../../src/config';
+import {
+  closeAndDrop,
+  dbLookups,
+  deleteKeys,
+  PUBLIC_BASE_URL,
+  REDIS_URL,
+  repositoryOf,
+  runId,
+  startApp,
+} from './env';
+
+const BASE62 = /^[0-9a-zA-Z]{1,11}$/;
+
+/**
+ * The HTTP contract of the shortener, run against one database: create, redirect, JSON
+ * record, the same URL twice, negative caching, and every bad input.
+ * `database()` gives the DATABASE_URL (and a clean-up) for this run.
+ */
+export function describeShortenerApi(
+  label: string,
+  database: () => Promise<{ url: string; cleanup?: () => void | Promise<void> }>,
+): void {
+  describe(`shortener HTTP API on ${label}`, () => {
+    const id = runId('api');
+    const prefix = `test:shortener:${id}:`;
+    let app: NestFastifyApplication;
+    let http: ReturnType<typeof request>;
+    let redis: Redis;
+    let cleanup: (() => void | Promise<void>) | undefined;
+
+    beforeAll(async () => {
+      const db = await database();
+      cleanup = db.cleanup;
+      const config: Partial<ShortenerConfig> = {
+        databaseUrl: db.url,
+        databaseTable: `e2e_${id}`,
+        redisKeyPrefix: prefix,
+        bodyLimit: 4096,
+      };
+      app = await startApp(config);
+      http = request(app.getHttpServer());
+      redis = new Redis(REDIS_URL);
+    });
+
+    afterAll(async () => {
+      await closeAndDrop(app);
+      if (redis) {
+        await deleteKeys(redis, prefix);
+        await redis.quit();
+      }
+      await cleanup?.();
+    });
+
+    const post = (body: unknown) =>
+      http.post('/urls').set('Content-Type', 'application/json').send(JSON.stringify(body));
+
+    it('creates a Base62 code (201 { code, shortUrl, url }) that redirects with 302 and reads back as JSON', async () => {
+      const target = 'https://example.com/articles/42?ref=e2e#top';
+      const created = await post({ url: target }).expect(201);
+      expect(created.body).toEqual({
+        code: expect.stringMatching(BASE62),
+        shortUrl: `${PUBLIC_BASE_URL}/${created.body.code}`,
+        url: target,
+        createdAt: expect.any(String),
+      });
+      const redirect = await http.get(`/${created.body.code}`).expect(302);
+      expect(redirect.headers.location).toBe(target);
+      const record = await http.get(`/urls/${created.body.code}`).expect(200);
+      expect(record.body).toEqual(created.body);
+      expect(await repositoryOf(app).findByCode(created.body.code)).toEqual({
+        code: created.body.code,
+        url: target,
+        createdAt: created.body.createdAt,
+      });
+    });
+
+    it('gives the same URL the same code (200 the second time) and other URLs other codes', async () => {
+      const first = await post({ url: 'https://example.com/same' }).expect(201);
+      const again = await post({ url: 'https://example.com/same' }).expect(200);
+      // WHATWG normalization: scheme and host case do not make a new URL.
+      const normalized = await post({ url: 'HTTPS://EXAMPLE.com/same' }).expect(200);
+      const other = await post({ url: 'https://example.com/other' }).expect(201);
+      expect(again.body).toEqual(first.body);
+      expect(normalized.body.code).toBe(first.body.code);
+      expect(other.body.code).not.toBe(first.body.code);
+    });
+
+    it('serves a hot code from the cache: 20 redirects, one database lookup', async () => {
+      const { body } = await post({ url: 'https://example.com/hot' }).expect(201);
+      const before = await dbLookups(app);
+      for (let i = 0; i < 20; i++) {
+        const res = await http.get(`/${body.code}`).expect(302);
+        expect(res.headers.location).toBe('https://example.com/hot');
+      }
+      expect((await dbLookups(app)) - before).toBe(1);
+    });
+
+    it('answers an unknown code with a JSON 404 and caches the miss (10 requests, one lookup)', async () => {
+      const before = await dbLookups(app);
+      for (let i = 0; i < 10; i++) {
+        const res = await http.get('/zzzzzz9').expect(404);
+        expect(res.body).toEqual({
+          statusCode: 404,
+          error: 'Not Found',
+          message: 'No short URL with code "zzzzzz9"',
+        });
+      }
+      await http.get('/urls/zzzzzz9').expect(404);
+      expect((await dbLookups(app)) - before).toBe(1);
+    });
+
+    it('redirects a code that was probed (and cached as a miss) before it was created', async () => {
+      // With sequence codes the next code is guessable: probe it, then create it.
+      const { body: latest } = await post({ url: 'https://example.com/probe-base' }).expect(201);
+      const next = await import('../../src/codes/base62').then(({ decodeBase62, encodeBase62 }) =>
+        encodeBase62(decodeBase62(latest.code) + 1n),
+      );
+      await http.get(`/${next}`).expect(404);
+      const { body } = await post({ url: 'https://example.com/probed' }).expect(201);
+      expect(body.code).toBe(next);
+      const res = await http.get(`/${next}`).expect(302);
+      expect(res.headers.location).toBe('https://example.com/probed');
+    });
+
+    describe('refuses bad input with a 400 JSON error and stores nothing', () => {
+      const cases: [string, unknown, RegExp][] = [
+        ['a body without url', { link: 'https://example.com' }, /no "url"/],
+        ['an empty url', { url: '' }, /no "url"/],
+        ['a url that is not a string', { url: 42 }, /must be a string/],
+        ['a relative URL', { url: '/just/a/path' }, /absolute http or https URL/],
+        ['a URL without scheme', { url: 'example.com/page' }, /absolute http or https URL/],
+        ['an ftp URL', { url: 'ftp://example.com/file' }, /http or https, not ftp/],
+        ['a javascript: URL', { url: 'javascript:alert(1)' }, /http or https, not javascript/],
+        [
+          'a URL longer than 2048 characters',
+          { url: `https://example.com/${'a'.repeat(2040)}` },
+          /2048/,
+        ],
+        [
+          'credentials in the URL',
+          { url: 'https://user:secret@example.com/' },
+          /user name or password/,
+        ],
+        ['a user name alone', { url: 'https://user@example.com/' }, /user name or password/],
+        [
+          'a URL pointing back at the shortener',
+          { url: `${PUBLIC_BASE_URL}/abc` },
+          /points at this shortener/,
+        ],
+        ['a JSON array', ['https://example.com'], /JSON object/],
+        ['a JSON string', 'https://example.com', /JSON object/],
+      ];
+      it.each(cases)('%s', async (_name, body, message) => {
+        const res = await post(body).expect(400);
+        expect(res.body).toEqual({
+          statusCode: 400,
+          error: 'Bad Request',
+          message: expect.stringMatching(message),
+        });
+        const url = (body as { url?: unknown })?.url;
+        if (typeof url === 'string' && url) {
+          let normalized = url;
+          try {
+            normalized = new URL(url).href;
+          } catch {
+            // not a URL: nothing could have been stored under it
+          }
+          expect(await repositoryOf(app).findByUrlHash(urlHash(normalized))).toBeNull();
+        }
+      });
+
+      it('malformed JSON', async () => {
+        const res = await http
+          .post('/urls')
+          .set('Content-Type', 'application/json')
+          .send('{"url": "https://example.com"')
+          .expect(400);
+        expect(res.body.message).toMatch(/not valid JSON/);
+      });
+
+      it('a body that is not JSON at all (text/plain)', async () => {
+        const res = await http
+          .post('/urls')
+          .set('Content-Type', 'text/plain')
+          .send('https://example.com')
+          .expect(400);
+        expect(res.body.message).toMatch(/must be a JSON object/);
+      });
+
+      it('no body', async () => {
+        const res = await http.post('/urls').expect(400);
+        expect(res.body.message).toMatch(/JSON object|not valid JSON/);
+      });
+
+      it('a body larger than the limit gets 413', async () => {
+        const res = await post({ url: `https://example.com/${'a'.repeat(5000)}` }).expect(413);
+        expect(res.body).toEqual({
+          statusCode: 413,
+          error: 'Payload Too Large',
+          message: 'The request body is larger than 4096 bytes',
+        });
+      });
+    });
+
+    it('answers codes that no strategy can produce with 404 without a database lookup', async () => {
+      const before = await dbLookups(app);
+      for (const bad of ['abc-def', 'abc_def', 'a'.repeat(12), '%C3%A9t%C3%A9', 'a.b', 'urls']) {
+        const res = await http.get(`/${bad}`).expect(404);
+        expect(res.body.statusCode).toBe(404);
+        await http.get(`/urls/${bad}`).expect(404);
+      }
+      expect(await dbLookups(app)).toBe(before);
+    });
+
+    it('reports the database and Redis up on /health', async () => {
+      const res = await http.get('/health').expect(200);
+      expect(res.body.status).toBe('ok');
+      expect(res.body.details.database.status).toBe('up');
+      expect(res.body.details.redis.status).toBe('up');
+    });
+
+    it('exports the lookup counter and the stampede counters of resolve on /metrics', async () => {
+      const res = await http.get('/metrics').expect(200);
+      expect(res.headers['content-type']).toMatch(/^text\/plain/);
+      const lookups = [...res.text.matchAll(/^shortener_db_lookups_total\{[^}]*\} (\d+)$/gm)];
+      expect(lookups.reduce((s, m) => s + Number(m[1]), 0)).toBe(await dbLookups(app));
+      const calls = /^shortener_stampede_calls_total\{method="UrlResolver.resolve"\} (\d+)$/m.exec(
+        res.text,
+      );
+      expect(Number(calls?.[1])).toBeGreaterThan(20);
+      expect(res.text).toMatch(
+        /^shortener_stampede_hits_total\{method="UrlResolver.resolve"\} \d+$/m,
+      );
+    });
+  });
+}

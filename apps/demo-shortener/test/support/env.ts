@@ -1,0 +1,97 @@
+import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { Redis } from 'ioredis';
+import { Client } from 'pg';
+import { createShortenerApp } from '../../src/app.factory';
+import type { ShortenerConfig } from '../../src/config';
+import type { UrlRepository } from '../../src/db/url-repository';
+import { ShortenerMetrics } from '../../src/metrics/shortener-metrics';
+import { URL_REPOSITORY } from '../../src/shortener.constants';
+
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+export const POSTGRES_URL =
+  process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+export const PUBLIC_BASE_URL = 'http://sho.rt';
+
+/** A name of this test run alone: Redis key prefix, table name, file name. */
+export function runId(name: string): string {
+  return `${name}_${randomBytes(4).toString('hex')}`;
+}
+
+/** A SQLite file under the OS temp dir; `remove()` deletes it and its WAL files. */
+export function tempSqlite(id: string): { url: string; remove(): void } {
+  const file = join(tmpdir(), `shortener-${id}.sqlite`);
+  return {
+    url: `sqlite:${file}`,
+    remove: () => {
+      for (const suffix of ['', '-wal', '-shm']) rmSync(file + suffix, { force: true });
+    },
+  };
+}
+
+/** Fails with a clear message when the test PostgreSQL does not answer. */
+export async function requirePostgres(): Promise<void> {
+  const client = new Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 3000 });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+  } catch (err) {
+    throw new Error(
+      `PostgreSQL is not reachable at ${POSTGRES_URL} (${(err as Error).message}). ` +
+        'These tests need it: start PostgreSQL (trust auth, database "test") or set TEST_POSTGRES_URL.',
+    );
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+export async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length) await redis.del(...keys);
+  } while (cursor !== '0');
+}
+
+/** An initialized app (not listening) with test defaults under `config`. */
+export async function startApp(config: Partial<ShortenerConfig>): Promise<NestFastifyApplication> {
+  const app = await createShortenerApp(
+    { publicBaseUrl: PUBLIC_BASE_URL, redisUrl: REDIS_URL, ...config },
+    { logger: false },
+  );
+  await app.init();
+  await app.getHttpAdapter().getInstance().ready();
+  return app;
+}
+
+export function dbLookups(app: NestFastifyApplication): Promise<number> {
+  return app.get(ShortenerMetrics).dbLookupCount();
+}
+
+export function repositoryOf(app: NestFastifyApplication): UrlRepository {
+  return app.get<UrlRepository>(URL_REPOSITORY);
+}
+
+/** Drops the app's table, then closes the app. */
+export async function closeAndDrop(app: NestFastifyApplication | undefined): Promise<void> {
+  if (!app) return;
+  await repositoryOf(app).dropTable();
+  await app.close();
+}
+
+export const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Polls `check` every 50 ms until it is true or `timeoutMs` passed; returns the last result. */
+export async function waitFor(check: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return true;
+    if (Date.now() > deadline) return false;
+    await delay(50);
+  }
+}
