@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
+import { connect } from 'node:net';
 
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -12,6 +12,25 @@ export function freePort(): Promise<number> {
     srv.listen(0, '127.0.0.1', () => {
       const address = srv.address();
       srv.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+/** True when something on 127.0.0.1:port answers PING with +PONG (a raw socket: no client timers). */
+function pings(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    let buf = '';
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(500, () => done(false));
+    socket.on('error', () => done(false));
+    socket.on('connect', () => socket.write('PING\r\n'));
+    socket.on('data', (d) => {
+      buf += d.toString();
+      if (buf.includes('\r\n')) done(buf.startsWith('+PONG'));
     });
   });
 }
@@ -42,30 +61,13 @@ export class ThrowawayRedis {
     );
     child.on('error', () => undefined);
     this.child = child;
-    const probe = new Redis(this.port, '127.0.0.1', {
-      lazyConnect: true,
-      maxRetriesPerRequest: 0,
-      retryStrategy: () => null,
-    });
-    probe.on('error', () => undefined);
-    try {
-      for (let i = 0; i < 200; i++) {
-        if (child.exitCode !== null) break;
-        try {
-          await probe.connect();
-          await probe.ping();
-          return;
-        } catch {
-          probe.disconnect();
-          await new Promise((r) => setTimeout(r, 25));
-        }
-      }
-      throw new Error(
-        `${bin} did not start on port ${this.port}: is redis-server installed (or REDIS_SERVER_BIN set)?`,
-      );
-    } finally {
-      probe.disconnect();
+    for (let i = 0; i < 200 && child.exitCode === null; i++) {
+      if (await pings(this.port)) return;
+      await new Promise((r) => setTimeout(r, 25));
     }
+    throw new Error(
+      `${bin} did not start on port ${this.port}: is redis-server installed (or REDIS_SERVER_BIN set)?`,
+    );
   }
 
   /** SIGKILL, as a crash would. */

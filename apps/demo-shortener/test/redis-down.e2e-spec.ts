@@ -1,0 +1,95 @@
+import { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { Redis } from 'ioredis';
+import request from 'supertest';
+import { dbLookups, repositoryOf, runId, startApp, tempSqlite, waitFor } from './support/env';
+import { ThrowawayRedis } from './support/throwaway-redis';
+
+/**
+ * Redis dies (SIGKILL of a redis-server this test started): redirects keep working from the
+ * database without waiting for Redis, /health says Redis is down, and caching resumes by
+ * itself when Redis is back on the same port.
+ */
+describe('shortener: Redis killed and restarted', () => {
+  const id = runId('redisdown');
+  const sqlite = tempSqlite(id);
+  const target = 'https://example.com/survives-redis';
+  let server: ThrowawayRedis;
+  let app: NestFastifyApplication;
+  let http: ReturnType<typeof request>;
+  let code: string;
+
+  beforeAll(async () => {
+    server = await ThrowawayRedis.start();
+    app = await startApp({
+      databaseUrl: sqlite.url,
+      databaseTable: `redisdown_${id}`,
+      redisUrl: server.url,
+      redisKeyPrefix: `test:shortener:${id}:`,
+      cacheTtlMs: 60_000,
+      healthTimeoutMs: 500,
+    });
+    http = request(app.getHttpServer());
+    code = (await http.post('/urls').send({ url: target }).expect(201)).body.code;
+  });
+
+  afterAll(async () => {
+    if (app) {
+      await repositoryOf(app).dropTable();
+      await app.close();
+    }
+    await server?.destroy();
+    sqlite.remove();
+  });
+
+  it('keeps redirecting from the database, reports Redis down, and caches again once it is back', async () => {
+    // Cached while Redis is up: 5 redirects, one lookup.
+    let before = await dbLookups(app);
+    for (let i = 0; i < 5; i++) await http.get(`/${code}`).expect(302);
+    expect((await dbLookups(app)) - before).toBe(1);
+    await http.get('/health').expect(200);
+
+    await server.kill();
+
+    // Every redirect still answers 302 from the database, each well within a second
+    // (no per-request connect timeout: the store fails fast while the connection is down).
+    before = await dbLookups(app);
+    const slowest = { ms: 0 };
+    for (let i = 0; i < 20; i++) {
+      const started = Date.now();
+      const res = await http.get(`/${code}`).expect(302);
+      slowest.ms = Math.max(slowest.ms, Date.now() - started);
+      expect(res.headers.location).toBe(target);
+    }
+    expect((await dbLookups(app)) - before).toBe(20);
+    expect(slowest.ms).toBeLessThan(1500);
+    await http.get('/nosuchcode').expect(404);
+    const created = await http
+      .post('/urls')
+      .send({ url: `${target}/2` })
+      .expect(201);
+    await http.get(`/${created.body.code}`).expect(302);
+
+    const down = await http.get('/health').expect(503);
+    expect(down.body.status).toBe('error');
+    expect(down.body.details.redis.status).toBe('down');
+    expect(down.body.details.database.status).toBe('up');
+
+    await server.start();
+
+    // ioredis reconnects on its own; health turns up again.
+    const recovered = await waitFor(async () => (await http.get('/health')).status === 200, 15_000);
+    expect(recovered).toBe(true);
+
+    // Caching resumed: after one load, the next redirects do not reach the database.
+    await http.get(`/${code}`).expect(302);
+    before = await dbLookups(app);
+    for (let i = 0; i < 10; i++) await http.get(`/${code}`).expect(302);
+    expect((await dbLookups(app)) - before).toBe(0);
+    const probe = new Redis(server.url);
+    try {
+      expect(await probe.exists(`test:shortener:${id}:{url:${code}}`)).toBe(1);
+    } finally {
+      await probe.quit();
+    }
+  });
+});
