@@ -1,0 +1,168 @@
+/*
+ * Lua scripts of the candle store (embedded as text so that built apps carry them).
+ * Key layout under <prefix> (default 'ticks:'):
+ *   <prefix>applied                       ZSET  entry ids applied (or dead-lettered), score = id ms
+ *   <prefix>symbols                       SET   symbols seen
+ *   <prefix>last:<symbol>                 HASH  p (price), ts, id: the tick with the greatest (ts, id)
+ *   <prefix>candle:<iv>:<symbol>:<start>  HASH  o h l c v n ot oid ct cid
+ *   <prefix>index:<iv>:<symbol>           ZSET  candle starts (score = member = start)
+ */
+
+/**
+ * apply-ticks: folds a batch of ticks into candles, skipping entry ids already applied.
+ * The fold is order-independent: open is the tick with the smallest (ts, entry id), close the one
+ * with the greatest; so a redelivered old tick lands where it belongs.
+ * A tick is applied only while its entry is still pending in the group: an entry that is no
+ * longer pending was acknowledged, so it was applied before (its id may have been pruned since).
+ *
+ * KEYS[1] applied, KEYS[2] symbols, KEYS[3] stream
+ * ARGV[1] prefix, ARGV[2] candles kept per symbol and interval (0 = all),
+ * ARGV[3] intervals 'name:ms,name:ms,...', ARGV[4] group, then 5 per tick: id, symbol, price, qty, ts
+ * Returns one integer per tick: 1 applied, 0 duplicate (already applied or acknowledged).
+ */
+export const APPLY_TICKS_LUA = `
+local applied, symbols, stream = KEYS[1], KEYS[2], KEYS[3]
+local prefix, keep, group = ARGV[1], tonumber(ARGV[2]), ARGV[4]
+local ivs = {}
+for name, len in string.gmatch(ARGV[3], '([^:,]+):(%d+)') do ivs[#ivs + 1] = { name, tonumber(len) } end
+
+local function idparts(id)
+  local ms, seq = string.match(id, '^(%d+)%-(%d+)$')
+  return tonumber(ms), tonumber(seq)
+end
+-- (ts1, id1) < (ts2, id2)
+local function before(ts1, id1, ts2, id2)
+  if ts1 ~= ts2 then return ts1 < ts2 end
+  local m1, s1 = idparts(id1)
+  local m2, s2 = idparts(id2)
+  if m1 ~= m2 then return m1 < m2 end
+  return s1 < s2
+end
+
+-- 1. Which ticks are new; fold the new ones into per-candle and per-symbol aggregates (no I/O).
+local out = {}
+local candles, order = {}, {}
+local lasts, symorder = {}, {}
+for i = 5, #ARGV, 5 do
+  local id, sym, p, q, tss = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
+  local ms = idparts(id)
+  if redis.call('ZADD', applied, 'NX', ms, id) == 0
+    or #redis.call('XPENDING', stream, group, id, id, 1) == 0 then
+    out[#out + 1] = 0
+  else
+    out[#out + 1] = 1
+    local price, qty, ts = tonumber(p), tonumber(q), tonumber(tss)
+    for j = 1, #ivs do
+      local name, len = ivs[j][1], ivs[j][2]
+      local start = string.format('%.0f', ts - (ts % len))
+      local key = prefix .. 'candle:' .. name .. ':' .. sym .. ':' .. start
+      local a = candles[key]
+      if not a then
+        a = { name = name, sym = sym, start = start, o = p, op = price, ot = ts, oid = id,
+              h = p, hp = price, l = p, lp = price, c = p, ct = ts, cid = id, v = qty, n = 1 }
+        candles[key] = a
+        order[#order + 1] = key
+      else
+        if price > a.hp then a.h, a.hp = p, price end
+        if price < a.lp then a.l, a.lp = p, price end
+        if before(ts, id, a.ot, a.oid) then a.o, a.ot, a.oid = p, ts, id end
+        if before(a.ct, a.cid, ts, id) then a.c, a.ct, a.cid = p, ts, id end
+        a.v = a.v + qty
+        a.n = a.n + 1
+      end
+    end
+    local l = lasts[sym]
+    if not l then
+      lasts[sym] = { p = p, ts = ts, id = id }
+      symorder[#symorder + 1] = sym
+    elseif before(l.ts, l.id, ts, id) then
+      l.p, l.ts, l.id = p, ts, id
+    end
+  end
+end
+
+-- 2. Merge each aggregate into its stored candle.
+local function fmt(x) return string.format('%.17g', x) end
+for _, key in ipairs(order) do
+  local a = candles[key]
+  local c = redis.call('HMGET', key, 'h', 'l', 'ot', 'oid', 'ct', 'cid', 'v', 'n')
+  if not c[1] then
+    redis.call('HSET', key, 'o', a.o, 'h', a.h, 'l', a.l, 'c', a.c, 'v', fmt(a.v), 'n', a.n,
+      'ot', fmt(a.ot), 'oid', a.oid, 'ct', fmt(a.ct), 'cid', a.cid)
+    local idx = prefix .. 'index:' .. a.name .. ':' .. a.sym
+    redis.call('ZADD', idx, a.start, a.start)
+    if keep > 0 then
+      local extra = redis.call('ZCARD', idx) - keep
+      if extra > 0 then
+        local old = redis.call('ZRANGE', idx, 0, extra - 1)
+        for _, s in ipairs(old) do redis.call('DEL', prefix .. 'candle:' .. a.name .. ':' .. a.sym .. ':' .. s) end
+        redis.call('ZREMRANGEBYRANK', idx, 0, extra - 1)
+      end
+    end
+  else
+    local set = { 'v', fmt(tonumber(c[7]) + a.v), 'n', tonumber(c[8]) + a.n }
+    if a.hp > tonumber(c[1]) then set[#set + 1] = 'h'; set[#set + 1] = a.h end
+    if a.lp < tonumber(c[2]) then set[#set + 1] = 'l'; set[#set + 1] = a.l end
+    if before(a.ot, a.oid, tonumber(c[3]), c[4]) then
+      set[#set + 1] = 'o'; set[#set + 1] = a.o
+      set[#set + 1] = 'ot'; set[#set + 1] = fmt(a.ot)
+      set[#set + 1] = 'oid'; set[#set + 1] = a.oid
+    end
+    if before(tonumber(c[5]), c[6], a.ct, a.cid) then
+      set[#set + 1] = 'c'; set[#set + 1] = a.c
+      set[#set + 1] = 'ct'; set[#set + 1] = fmt(a.ct)
+      set[#set + 1] = 'cid'; set[#set + 1] = a.cid
+    end
+    redis.call('HSET', key, unpack(set))
+  end
+end
+
+-- 3. Latest price per symbol.
+for _, sym in ipairs(symorder) do
+  local l = lasts[sym]
+  local lastKey = prefix .. 'last:' .. sym
+  local cur = redis.call('HMGET', lastKey, 'ts', 'id')
+  if not cur[1] then
+    redis.call('HSET', lastKey, 'p', l.p, 'ts', fmt(l.ts), 'id', l.id)
+    redis.call('SADD', symbols, sym)
+  elseif before(tonumber(cur[1]), cur[2], l.ts, l.id) then
+    redis.call('HSET', lastKey, 'p', l.p, 'ts', fmt(l.ts), 'id', l.id)
+  end
+end
+return out
+`;
+
+/**
+ * reject-tick: dead-letters an invalid tick once: records its entry id as applied and adds the
+ * dead-letter entry in one step, so a redelivery does not add a second dead-letter entry.
+ *
+ * KEYS[1] applied, KEYS[2] dead-letter stream
+ * ARGV[1] entry id, ARGV[2..] field/value pairs of the dead-letter entry
+ * Returns 1 when dead-lettered now, 0 when it already was.
+ */
+export const REJECT_TICK_LUA = `
+local ms = string.match(ARGV[1], '^(%d+)%-')
+if redis.call('ZADD', KEYS[1], 'NX', tonumber(ms), ARGV[1]) == 0 then return 0 end
+redis.call('XADD', KEYS[2], '*', unpack(ARGV, 2))
+return 1
+`;
+
+/**
+ * prune-applied: forgets applied ids that can no longer be delivered again: those older than the
+ * group's oldest pending entry (every applied entry stays pending until it is acknowledged; an
+ * acknowledged entry is not delivered again). With nothing pending, forgets them all.
+ *
+ * KEYS[1] stream, KEYS[2] applied; ARGV[1] group
+ * Returns the number of ids removed (-1 when the group does not exist yet).
+ */
+export const PRUNE_APPLIED_LUA = `
+local p = redis.pcall('XPENDING', KEYS[1], ARGV[1])
+if type(p) ~= 'table' or p.err then return -1 end
+if tonumber(p[1]) == 0 then
+  local n = redis.call('ZCARD', KEYS[2])
+  redis.call('DEL', KEYS[2])
+  return n
+end
+local ms = string.match(p[2], '^(%d+)%-')
+return redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. ms)
+`;

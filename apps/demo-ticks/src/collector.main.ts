@@ -1,0 +1,36 @@
+/*
+ * The collector alone: publishes synthetic ticks (or replays COLLECTOR_REPLAY_FILE) to the stream.
+ *   node scripts/with-redis.js node -r ./scripts/register-ts.js apps/demo-ticks/src/collector.main.ts
+ * When it ends (COLLECTOR_DURATION_MS, or the end of the file) it prints its totals as one JSON
+ * line on stdout: { published, failed, volume, skipped, startedAt, endedAt }.
+ */
+import { NestFactory } from '@nestjs/core';
+import { CollectorModule } from './collector/collector.module';
+import { CollectorService } from './collector/collector.service';
+import { loadTicksConfig, TicksConfigError } from './config';
+import { loggerLevels } from './ticks-app.factory';
+
+async function main(): Promise<void> {
+  const config = loadTicksConfig();
+  const app = await NestFactory.createApplicationContext(
+    CollectorModule.register(config.collector),
+    {
+      logger: loggerLevels(config.logLevel),
+    },
+  );
+  const collector = app.get(CollectorService);
+  const stop = (): void => void collector.stop();
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  const stats = await collector.start();
+  await app.close();
+  process.stdout.write(`${JSON.stringify(stats)}\n`);
+  process.send?.({ done: true, stats });
+}
+
+main().catch((err) => {
+  if (err instanceof TicksConfigError)
+    process.stderr.write(`demo-ticks collector: ${err.message}\n`);
+  else process.stderr.write(`demo-ticks collector failed: ${err?.stack ?? err}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,28 @@
+/*
+ * The demo-ticks app: the consumer (ServerRedisStreams -> candles), the HTTP API and, unless
+ * COLLECTOR=false, the collector publishing synthetic ticks. Configuration: see the README.
+ *   npm run start:ticks
+ */
+import { Logger } from '@nestjs/common';
+import { loadTicksConfig, TicksConfigError } from './config';
+import { startTicksApp } from './ticks-app.factory';
+
+async function main(): Promise<void> {
+  const config = loadTicksConfig();
+  const ticks = await startTicksApp(config);
+  ticks.app.enableShutdownHooks();
+  const logger = new Logger('demo-ticks');
+  logger.log(
+    `Consuming "${config.stream}" as ${config.group}/${config.consumer}; HTTP on ${ticks.url}`,
+  );
+  logger.log(
+    `Try: ${ticks.url}/symbols  ${ticks.url}/symbols/SYM001/candles?interval=1m&limit=5  ${ticks.url}/health  ${ticks.url}/metrics`,
+  );
+  process.send?.({ ready: true, url: ticks.url, pid: process.pid });
+}
+
+main().catch((err) => {
+  if (err instanceof TicksConfigError) process.stderr.write(`demo-ticks: ${err.message}\n`);
+  else process.stderr.write(`demo-ticks failed to start: ${err?.stack ?? err}\n`);
+  process.exit(1);
+});
