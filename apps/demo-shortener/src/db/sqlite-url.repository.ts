@@ -20,6 +20,7 @@ function isUniqueViolation(err: unknown): boolean {
 export class SqliteUrlRepository implements UrlRepository {
   readonly kind = 'sqlite';
   private readonly db: Database.Database;
+  private readonly statements = new Map<string, Database.Statement>();
 
   constructor(
     file: string,
@@ -30,6 +31,16 @@ export class SqliteUrlRepository implements UrlRepository {
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('busy_timeout = 5000');
     this.db.pragma('synchronous = NORMAL');
+  }
+
+  /** Prepared once per SQL text (preparing is most of the cost of a small query). */
+  private sql(text: string): Database.Statement {
+    let statement = this.statements.get(text);
+    if (!statement) {
+      statement = this.db.prepare(text);
+      this.statements.set(text, statement);
+    }
+    return statement;
   }
 
   async init(): Promise<void> {
@@ -50,10 +61,10 @@ export class SqliteUrlRepository implements UrlRepository {
     encode: (id: bigint) => string,
   ): Promise<InsertResult> {
     const createdAt = new Date().toISOString();
-    const insert = this.db.prepare(
+    const insert = this.sql(
       `INSERT INTO ${this.table} (url, url_hash, created_at) VALUES (?, ?, ?)`,
     );
-    const update = this.db.prepare(`UPDATE ${this.table} SET code = ? WHERE id = ?`);
+    const update = this.sql(`UPDATE ${this.table} SET code = ? WHERE id = ?`);
     try {
       return this.db.transaction(() => {
         const { lastInsertRowid } = insert.run(url, urlHash, createdAt);
@@ -72,9 +83,9 @@ export class SqliteUrlRepository implements UrlRepository {
   async insertWithCode(code: string, url: string, urlHash: string): Promise<InsertResult> {
     const createdAt = new Date().toISOString();
     try {
-      this.db
-        .prepare(`INSERT INTO ${this.table} (code, url, url_hash, created_at) VALUES (?, ?, ?, ?)`)
-        .run(code, url, urlHash, createdAt);
+      this.sql(
+        `INSERT INTO ${this.table} (code, url, url_hash, created_at) VALUES (?, ?, ?, ?)`,
+      ).run(code, url, urlHash, createdAt);
       return { record: { code, url, createdAt } };
     } catch (err) {
       if (isUniqueViolation(err)) {
@@ -85,30 +96,29 @@ export class SqliteUrlRepository implements UrlRepository {
   }
 
   async findByCode(code: string): Promise<UrlRecord | null> {
-    const row = this.db
-      .prepare(`SELECT code, url, created_at FROM ${this.table} WHERE code = ?`)
-      .get(code) as Row | undefined;
+    const row = this.sql(`SELECT code, url, created_at FROM ${this.table} WHERE code = ?`).get(
+      code,
+    ) as Row | undefined;
     return row ? toRecord(row) : null;
   }
 
   async findByUrlHash(urlHash: string): Promise<UrlRecord | null> {
-    const row = this.db
-      .prepare(
-        `SELECT code, url, created_at FROM ${this.table} WHERE url_hash = ? AND code IS NOT NULL`,
-      )
-      .get(urlHash) as Row | undefined;
+    const row = this.sql(
+      `SELECT code, url, created_at FROM ${this.table} WHERE url_hash = ? AND code IS NOT NULL`,
+    ).get(urlHash) as Row | undefined;
     return row ? toRecord(row) : null;
   }
 
   async codeExists(code: string): Promise<boolean> {
-    return !!this.db.prepare(`SELECT 1 FROM ${this.table} WHERE code = ?`).get(code);
+    return !!this.sql(`SELECT 1 FROM ${this.table} WHERE code = ?`).get(code);
   }
 
   async ping(): Promise<void> {
-    this.db.prepare('SELECT 1').get();
+    this.sql('SELECT 1').get();
   }
 
   async dropTable(): Promise<void> {
+    this.statements.clear();
     this.db.exec(`DROP TABLE IF EXISTS ${this.table}`);
   }
 
