@@ -103,7 +103,9 @@ async function startRaw(cfg: ConsumerConfig, recorder: Recorder): Promise<() => 
 
 async function main(): Promise<void> {
   const cfg = JSON.parse(process.env.BENCH_TICKS_CONSUMER!) as ConsumerConfig;
-  const recorder = new Recorder(cfg.expected, cfg.rssEveryMs, () => send({ type: 'done' }));
+  const recorder = new Recorder(cfg.warmup, cfg.expected, cfg.rssEveryMs, () =>
+    send({ type: 'done' }),
+  );
   const stop =
     cfg.variant === 'raw' ? await startRaw(cfg, recorder) : await startTransport(cfg, recorder);
   process.on('message', (msg: ParentMessage) => {

@@ -8,7 +8,7 @@
  *             raw:         a plain ioredis loop, XREADGROUP COUNT --read-count + one XACK per batch (the ceiling)
  *
  *   --modes fixed,max          --variants per-message,batch,raw     --repeat 1 (runs of each row)
- *   --rate 10000   --duration 30 (seconds)   --messages 200000
+ *   --rate 10000   --duration 30 (seconds)   --messages 200000   --warmup 2 (seconds at --rate)
  *   --batch-size 500   --interval 50   --read-count 500   --concurrency 1000
  *   --pipeline 1000 (max mode: XADDs per pipeline, 4 in flight)
  *   --redis-url <url>          use this Redis instead of starting a throwaway redis-server
@@ -47,6 +47,7 @@ export interface TicksBenchOptions {
   rate: number;
   durationS: number;
   messages: number;
+  warmupS: number;
   batchSize: number;
   intervalMs: number;
   readCount: number;
@@ -64,6 +65,7 @@ export const DEFAULTS: TicksBenchOptions = {
   rate: 10_000,
   durationS: 30,
   messages: 200_000,
+  warmupS: 2,
   batchSize: 500,
   intervalMs: 50,
   readCount: 500,
@@ -90,6 +92,8 @@ export interface Row {
   commands: Record<string, number>;
   peakRssMb: number;
   cpuMsPer1000: number;
+  loopDelayP99: number;
+  loopDelayMax: number;
   pendingAfter: number;
   missing: number;
   duplicates: number;
@@ -110,6 +114,7 @@ export function parseArgs(argv: string[]): TicksBenchOptions {
     '--rate': 'rate',
     '--duration': 'durationS',
     '--messages': 'messages',
+    '--warmup': 'warmupS',
     '--batch-size': 'batchSize',
     '--interval': 'intervalMs',
     '--read-count': 'readCount',
@@ -121,7 +126,8 @@ export function parseArgs(argv: string[]): TicksBenchOptions {
     const value = () => inline ?? argv[++i] ?? usage(`${flag} needs a value`);
     if (flag in numbers) {
       const n = Number(value());
-      if (!Number.isFinite(n) || n <= 0) usage(`${flag} needs a positive number`);
+      if (!Number.isFinite(n) || n < 0 || (n === 0 && flag !== '--warmup'))
+        usage(`${flag} needs a positive number`);
       (o as unknown as Record<string, number>)[numbers[flag]] = n;
     } else if (flag === '--modes') {
       const list = value().split(',') as Mode[];
@@ -253,12 +259,14 @@ async function runOne(
   const stream = `bench:ticks:${process.pid}:${run}:${mode}:${variant}`;
   const group = 'bench';
   const total = mode === 'fixed' ? Math.round(o.rate * o.durationS) : o.messages;
+  const warmup = Math.round(o.rate * o.warmupS);
   await redis.del(stream);
   const consumerCfg: ConsumerConfig = {
     variant,
     redisUrl,
     stream,
     group,
+    warmup,
     expected: total,
     batchSize: o.batchSize,
     intervalMs: o.intervalMs,
@@ -271,7 +279,7 @@ async function runOne(
     stream,
     mode,
     rate: o.rate,
-    total,
+    total: warmup + total,
     pipelineSize: o.pipelineSize,
     pipelinesInFlight: 4,
   };
@@ -300,7 +308,9 @@ async function runOne(
     const before = await commandStats(redis);
     const done = consumer.waitFor(
       'done',
-      mode === 'fixed' ? o.durationS * 1000 + 60_000 : Math.max(120_000, total / 2),
+      mode === 'fixed'
+        ? (o.durationS + o.warmupS) * 1000 + 60_000
+        : Math.max(120_000, (warmup + total) / 2),
     );
     const produced = producer.waitFor('producer-result', o.durationS * 1000 + 600_000);
     producer.send({ type: 'start' });
@@ -321,6 +331,8 @@ async function runOne(
       ((await redis.call('XPENDING', stream, group)) as [number, ...unknown[]])[0],
     );
     const unique = total - c.missing;
+    // Commands and acks are counted over every message sent, warm-up included.
+    const sent = warmup + unique;
     const all = Object.values(commands).reduce((a, b) => a + b, 0);
     return {
       mode,
@@ -332,12 +344,14 @@ async function runOne(
       p50: c.p50,
       p99: c.p99,
       max: c.max,
-      xackPer1000: ((commands.xack ?? 0) / unique) * 1000,
-      cmdsPerMsg: all / unique,
-      consumerCmdsPerMsg: (all - (commands.xadd ?? 0)) / unique,
+      xackPer1000: ((commands.xack ?? 0) / sent) * 1000,
+      cmdsPerMsg: all / sent,
+      consumerCmdsPerMsg: (all - (commands.xadd ?? 0)) / sent,
       commands,
       peakRssMb: c.peakRssMb,
       cpuMsPer1000: (c.cpuMs / unique) * 1000,
+      loopDelayP99: c.loopDelayP99,
+      loopDelayMax: c.loopDelayMax,
       pendingAfter,
       missing: c.missing,
       duplicates: c.duplicates,
@@ -384,6 +398,10 @@ function columns(o: TicksBenchOptions): Column<Row>[] {
     { header: 'consumer cmds/msg', value: (r) => r.consumerCmdsPerMsg, digits: 3 },
     { header: 'peak RSS MB', value: (r) => r.peakRssMb, digits: 0 },
     { header: 'CPU ms/1k', value: (r) => r.cpuMsPer1000, digits: 1 },
+    {
+      header: 'loop delay p99/max ms',
+      value: (r) => `${r.loopDelayP99.toFixed(0)} / ${r.loopDelayMax.toFixed(0)}`,
+    },
     {
       header: 'check',
       value: (r) =>
@@ -435,6 +453,9 @@ export async function runTicksBench(o: TicksBenchOptions): Promise<{ env: EnvInf
     );
     out(
       `fixed: ${o.rate} msgs/s for ${o.durationS} s; max: ${o.messages} messages, pipelines of ${o.pipelineSize} XADDs (4 in flight); repeat ${o.repeat}`,
+    );
+    out(
+      `warm-up: the first ${Math.round(o.rate * o.warmupS)} messages of every run (${o.warmupS} s at ${o.rate}/s; in max mode as fast as the rest) are handled and acked but not measured`,
     );
     if (o.cpuProfDir) {
       mkdirSync(o.cpuProfDir, { recursive: true });

@@ -25,7 +25,9 @@ export interface ConsumerConfig {
   redisUrl: string;
   stream: string;
   group: string;
-  /** Messages the run will send: the consumer reports `done` once it handled all of them. */
+  /** Warm-up messages sent first (seq 0 .. warmup-1): handled and acked, not measured. */
+  warmup: number;
+  /** Measured messages (seq warmup ..): the consumer reports `done` once it handled all of them. */
   expected: number;
   batchSize: number;
   intervalMs: number;
@@ -40,7 +42,7 @@ export interface ProducerConfig {
   mode: Mode;
   /** fixed mode: messages per second. */
   rate: number;
-  /** Messages to send in total. */
+  /** Messages to send in total (warm-up included). */
   total: number;
   /** max mode: XADDs per pipeline, and pipelines in flight at once. */
   pipelineSize: number;
@@ -62,6 +64,9 @@ export interface ConsumerResult {
   peakRssMb: number;
   /** User + system CPU time of the consumer process while messages flowed, ms. */
   cpuMs: number;
+  /** Event-loop delay of the consumer while messages flowed (ms): how late its timers and I/O callbacks ran. */
+  loopDelayP99: number;
+  loopDelayMax: number;
 }
 
 export interface ProducerResult {

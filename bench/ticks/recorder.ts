@@ -2,6 +2,7 @@
  * What the consumer measures: e2e latency of every message (from the producer's high-resolution
  * send time), exactly-once accounting by sequence number, peak RSS (sampled) and CPU time.
  */
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { ConsumerResult, hrNow, Tick } from './protocol';
 
 export class Recorder {
@@ -17,8 +18,10 @@ export class Recorder {
   private cpuEnd: NodeJS.CpuUsage | null = null;
   private readonly sampler: ReturnType<typeof setInterval>;
   private doneSent = false;
+  private readonly loopDelay = monitorEventLoopDelay({ resolution: 5 });
 
   constructor(
+    private readonly warmup: number,
     private readonly expected: number,
     rssEveryMs: number,
     private readonly onDone: () => void,
@@ -31,13 +34,15 @@ export class Recorder {
 
   record(tick: Tick): void {
     const now = hrNow();
+    const seq = tick.seq - this.warmup;
+    if (seq < 0) return; // warm-up: handled, not measured
     if (this.handled === 0) {
       this.firstAt = now;
       this.cpuStart = process.cpuUsage();
+      this.loopDelay.enable();
     }
     this.handled++;
     this.lastAt = now;
-    const seq = tick.seq;
     if (seq >= 0 && seq < this.expected) {
       if (this.seen[seq]) {
         this.duplicates++;
@@ -48,6 +53,7 @@ export class Recorder {
       if (this.count === this.expected && !this.doneSent) {
         this.doneSent = true;
         this.cpuEnd = process.cpuUsage(this.cpuStart ?? undefined);
+        this.loopDelay.disable();
         this.sampleRss();
         this.onDone();
       }
@@ -56,6 +62,7 @@ export class Recorder {
 
   result(): ConsumerResult {
     clearInterval(this.sampler);
+    this.loopDelay.disable();
     this.sampleRss();
     const lat = this.latencies.subarray(0, this.count).sort();
     const q = (p: number) =>
@@ -74,6 +81,8 @@ export class Recorder {
       lastAt: this.lastAt,
       peakRssMb: this.peakRss / 1024 / 1024,
       cpuMs: (cpu.user + cpu.system) / 1000,
+      loopDelayP99: this.loopDelay.percentile(99) / 1e6,
+      loopDelayMax: this.loopDelay.max / 1e6,
     };
   }
 

@@ -22,7 +22,10 @@ export interface RedisStreamsHealthOptions {
 export class RedisStreamsHealthIndicator {
   constructor(private readonly healthIndicatorService: HealthIndicatorService) {}
 
-  async isHealthy<const Key extends string>(key: Key, options: RedisStreamsHealthOptions): Promise<HealthIndicatorResult<Key>> {
+  async isHealthy<const Key extends string>(
+    key: Key,
+    options: RedisStreamsHealthOptions,
+  ): Promise<HealthIndicatorResult<Key>> {
     const indicator = this.healthIndicatorService.check(key);
     const { stream, group } = options;
     let client: Redis;

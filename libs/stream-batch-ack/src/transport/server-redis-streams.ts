@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { CustomTransportStrategy, Server } from '@nestjs/microservices';
 import type { Redis, RedisOptions } from 'ioredis';
 import { hostname } from 'node:os';
-import { lastValueFrom } from 'rxjs';
+import { isObservable, lastValueFrom } from 'rxjs';
 import { AckBatcher } from '../core/ack-batcher';
 import { backoffDelay } from '../core/backoff';
 import { decodeEntry } from '../core/entry-codec';
@@ -86,6 +86,8 @@ export class ServerRedisStreams
   private readonly inFlight = new Set<string>();
   private readonly running = new Set<Promise<void>>();
   private readonly wakers = new Set<() => void>();
+  /** Sleepers that only close() interrupts (the claim loop's interval). */
+  private readonly closeWakers = new Set<() => void>();
   private readonly lastErrors = new LruCache<string>({ maxSize: 10_000, ttlMs: 24 * 3600_000 });
   private readonly claimCursors = new Map<string, string>();
 
@@ -153,6 +155,7 @@ export class ServerRedisStreams
     this.isManuallyClosed = true;
     this.closing = true;
     this.wake();
+    for (const w of [...this.closeWakers]) w();
     // 1. Stop reading: disconnecting the blocking connection breaks out of BLOCK.
     this.reader?.disconnect();
     await Promise.allSettled([this.readLoop, this.claimLoop]);
@@ -266,17 +269,22 @@ export class ServerRedisStreams
     for (const w of wakers) w();
   }
 
-  /** Resolves on the next wake() or after `ms`. */
-  private pause(ms: number): Promise<void> {
+  /**
+   * Resolves after `ms`, or earlier on close(); with `onProgress` also on the next wake()
+   * (a handler finished or acks were sent: the read loop waits for room that way).
+   */
+  private pause(ms: number, onProgress = true): Promise<void> {
     return new Promise<void>((resolve) => {
+      const wakers = onProgress ? this.wakers : this.closeWakers;
       const timer = setTimeout(done, ms);
       const waker = (): void => done();
       function done(): void {
         clearTimeout(timer);
+        wakers.delete(waker);
         resolve();
       }
-      this.wakers.add(waker);
-    }).then(() => undefined);
+      wakers.add(waker);
+    });
   }
 
   /** How many more entries may be taken now (0 when handlers or unsent acks are at their bound). */
@@ -324,7 +332,7 @@ export class ServerRedisStreams
         } else {
           this.logger.error(`XREADGROUP failed: ${message}`);
         }
-        await this.pause(backoffDelay(failures, { initialMs: 100, maxMs: 5000 }));
+        await this.pause(backoffDelay(failures, { initialMs: 100, maxMs: 5000 }), false);
         continue;
       }
       if (!reply) continue;
@@ -338,7 +346,7 @@ export class ServerRedisStreams
 
   private async runClaimLoop(): Promise<void> {
     while (!this.closing) {
-      await this.pause(this.options.claim.intervalMs);
+      await this.pause(this.options.claim.intervalMs, false);
       if (this.closing) break;
       for (const stream of this.streams) {
         if (this.closing) break;
@@ -401,13 +409,18 @@ export class ServerRedisStreams
     const key = `${stream}\u0000${id}`;
     if (this.inFlight.has(key)) return;
     this.inFlight.add(key);
-    const run = this.handleEntry(stream, id, fields, deliveries)
-      .catch((err) => this.logger.error(`Entry ${id} of "${stream}": ${describeError(err)}`))
-      .finally(() => {
-        this.inFlight.delete(key);
-        this.running.delete(run);
-        this.wake();
-      });
+    const done = (): void => {
+      this.inFlight.delete(key);
+      this.running.delete(run);
+      if (this.wakers.size > 0) this.wake();
+    };
+    const run: Promise<void> = this.handleEntry(stream, id, fields, deliveries).then(
+      done,
+      (err: unknown) => {
+        this.logger.error(`Entry ${id} of "${stream}": ${describeError(err)}`);
+        done();
+      },
+    );
     this.running.add(run);
   }
 
@@ -436,7 +449,10 @@ export class ServerRedisStreams
       await this.deadLetter(stream, id, decoded.fields, deliveries - 1, 'max-deliveries', error);
       return;
     }
-    const handler = this.getHandlerByPattern(stream);
+    // The patterns are the stream keys themselves: a direct lookup (Nest's getHandlerByPattern
+    // first tries JSON.parse on the pattern, and the exception it throws per message costs more
+    // than the rest of the handling).
+    const handler = this.messageHandlers.get(stream) ?? this.getHandlerByPattern(stream);
     if (!handler) {
       this.logger.error(`No handler for stream "${stream}"; entry ${id} stays pending.`);
       return;
@@ -451,8 +467,10 @@ export class ServerRedisStreams
     ]);
     try {
       await this.onProcessingStartHook(this.transportId!, ctx, async () => {
-        const result = await handler(decoded.payload, ctx);
-        await lastValueFrom(this.transformToObservable(result), { defaultValue: undefined });
+        const result: unknown = await handler(decoded.payload, ctx);
+        // An Observable (interceptors, or a handler that returns one) completes before the ack;
+        // a plain value needs no round through rxjs.
+        if (isObservable(result)) await lastValueFrom(result, { defaultValue: undefined });
       });
     } catch (err) {
       const error = ctx.hasError() ? ctx.getError() : err;
@@ -473,7 +491,8 @@ export class ServerRedisStreams
     }
     this.onProcessingEndHook?.(this.transportId!, ctx);
     if (ctx.isAckSkipped()) return;
-    this.lastErrors.delete(`${stream}\u0000${id}`);
+    // Only a redelivered entry can have a recorded error.
+    if (deliveries > 1) this.lastErrors.delete(`${stream}\u0000${id}`);
     this.batcher?.add(stream, id);
   }
 
