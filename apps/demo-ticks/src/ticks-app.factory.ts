@@ -72,6 +72,7 @@ export async function startTicksApp(config: TicksConfig): Promise<TicksApp> {
     const port = typeof address === 'string' ? config.http.port : address.port;
     const host =
       config.http.host === '0.0.0.0' || config.http.host === '::' ? '127.0.0.1' : config.http.host;
+    let closing: Promise<void> | undefined;
     let collector: CollectorService | undefined;
     if (config.collectorInProcess) {
       const started = app.get(CollectorService);
@@ -86,7 +87,7 @@ export async function startTicksApp(config: TicksConfig): Promise<TicksApp> {
       config,
       collector,
       url: `http://${host}:${port}`,
-      close: () => app.close(),
+      close: () => (closing ??= app.close()),
     };
   } catch (err) {
     await app.close().catch(() => undefined);

@@ -1,0 +1,185 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { loadTicksConfig, TicksConfig } from '../../src/config';
+
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+export const FIXTURE = join(__dirname, '..', 'fixtures', 'ticks.jsonl');
+export const REGISTER_TS = join(__dirname, '..', '..', '..', '..', 'scripts', 'register-ts.js');
+export const MAIN_TS = join(__dirname, '..', '..', 'src', 'main.ts');
+
+export interface FixtureTick {
+  symbol: string;
+  price: number;
+  qty: number;
+  ts: number;
+}
+
+/** A key prefix of this test file alone; cleanup deletes only keys under it. */
+export function randomPrefix(name: string): string {
+  return `test:demo-ticks:${name}:${randomBytes(4).toString('hex')}:`;
+}
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+export async function waitFor(
+  what: string,
+  check: () => boolean | Promise<boolean>,
+  timeoutMs = 15_000,
+  everyMs = 20,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline)
+      throw new Error(`Timed out after ${timeoutMs} ms waiting for: ${what}`);
+    await sleep(everyMs);
+  }
+}
+
+export async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length > 0) await redis.del(...keys);
+  } while (cursor !== '0');
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const address = srv.address();
+      srv.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+/** Environment of a test app: its own stream, group and keys under `prefix`, HTTP on a free port. */
+export function testEnv(
+  prefix: string,
+  overrides: Record<string, string> = {},
+): Record<string, string> {
+  return {
+    REDIS_URL,
+    HOST: '127.0.0.1',
+    PORT: '0',
+    TICKS_STREAM: `${prefix}ticks`,
+    TICKS_KEY_PREFIX: prefix,
+    TICKS_GROUP: 'candles',
+    COLLECTOR: 'false',
+    LOG_LEVEL: 'silent',
+    READ_BLOCK_MS: '20',
+    ...overrides,
+  };
+}
+
+export function testConfig(prefix: string, overrides: Record<string, string> = {}): TicksConfig {
+  return loadTicksConfig(testEnv(prefix, overrides));
+}
+
+export function readFixture(file = FIXTURE): FixtureTick[] {
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l) as FixtureTick);
+}
+
+export interface ExpectedCandle {
+  start: number;
+  open: number;
+  high: number;
+  low: number;
+  close: number;
+  volume: number;
+  trades: number;
+}
+
+const LENGTHS: Record<string, number> = { '1m': 60_000, '5m': 300_000, '30m': 1_800_000 };
+
+/**
+ * Candles computed here, independently of the app: group by symbol and floor(ts / length);
+ * open and close are the first and last tick by (ts, position in the input), since the input
+ * is published in order.
+ */
+export function expectedCandles(
+  ticks: FixtureTick[],
+  symbol: string,
+  interval: string,
+): ExpectedCandle[] {
+  const length = LENGTHS[interval];
+  const groups = new Map<number, { t: FixtureTick; i: number }[]>();
+  ticks.forEach((t, i) => {
+    if (t.symbol !== symbol) return;
+    const start = Math.floor(t.ts / length) * length;
+    if (!groups.has(start)) groups.set(start, []);
+    groups.get(start)!.push({ t, i });
+  });
+  return [...groups.entries()]
+    .sort((a, b) => a[0] - b[0])
+    .map(([start, group]) => {
+      const sorted = [...group].sort((a, b) => a.t.ts - b.t.ts || a.i - b.i);
+      return {
+        start,
+        open: sorted[0].t.price,
+        high: Math.max(...group.map((g) => g.t.price)),
+        low: Math.min(...group.map((g) => g.t.price)),
+        close: sorted[sorted.length - 1].t.price,
+        volume: group.reduce((s, g) => s + g.t.qty, 0),
+        trades: group.length,
+      };
+    });
+}
+
+/** The candles of the app's HTTP API without the fields the expectation does not have. */
+export async function fetchCandles(
+  url: string,
+  symbol: string,
+  interval: string,
+): Promise<ExpectedCandle[]> {
+  const res = await fetch(`${url}/symbols/${symbol}/candles?interval=${interval}&limit=1000`);
+  if (res.status !== 200)
+    throw new Error(`GET candles ${symbol} ${interval}: ${res.status} ${await res.text()}`);
+  const body = (await res.json()) as {
+    candles: (ExpectedCandle & { end: number; closed: boolean })[];
+  };
+  return body.candles.map(({ start, open, high, low, close, volume, trades }) => ({
+    start,
+    open,
+    high,
+    low,
+    close,
+    volume,
+    trades,
+  }));
+}
+
+/** XADDs each tick in the client's format (`data` = JSON), in order; returns the entry ids. */
+export async function publish(redis: Redis, stream: string, ticks: unknown[]): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < ticks.length; i += 500) {
+    const pipeline = redis.pipeline();
+    for (const t of ticks.slice(i, i + 500)) pipeline.xadd(stream, '*', 'data', JSON.stringify(t));
+    const replies = (await pipeline.exec()) ?? [];
+    for (const [err, id] of replies) {
+      if (err) throw err;
+      ids.push(id as string);
+    }
+  }
+  return ids;
+}
+
+export async function pendingCount(redis: Redis, stream: string, group: string): Promise<number> {
+  const summary = (await redis.call('XPENDING', stream, group)) as [number, ...unknown[]];
+  return Number(summary[0]);
+}
+
+/** The value of a counter in a Prometheus text page. */
+export function metricValue(text: string, name: string, labels = ''): number {
+  const line = text.split('\n').find((l) => l.startsWith(`${name}${labels ? `{${labels}}` : ''} `));
+  return line ? Number(line.split(' ').pop()) : 0;
+}
