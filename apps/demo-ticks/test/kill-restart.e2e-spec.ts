@@ -59,7 +59,7 @@ describe('consumer process killed (SIGKILL) in the middle and restarted', () => 
     );
     await first.kill();
 
-    const appliedByFirst = new Set(await redis.zrange(`${prefix}applied`, 0, -1));
+    const appliedByFirst = new Set(await redis.zrange(`${prefix}applied`, '0', '-1'));
     expect(appliedByFirst.size).toBeGreaterThan(0);
     expect(appliedByFirst.size).toBeLessThanOrEqual(split);
     expect(await pendingCount(redis, STREAM, 'candles')).toBeGreaterThanOrEqual(
