@@ -121,6 +121,8 @@ async function main(): Promise<void> {
       },
     );
   });
+  // The parent is gone (killed, crashed): do not linger.
+  process.once('disconnect', () => setTimeout(() => process.exit(1), 2000).unref());
   send({ type: 'ready' });
 }
 

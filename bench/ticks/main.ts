@@ -427,6 +427,19 @@ function targets(rows: Row[], o: TicksBenchOptions): string[] {
       `max rate, run ${r.run}: ${Math.round(r.msgsPerSec)} msgs/s = ${(r.ofRaw! * 100).toFixed(0)} % of the raw loop (target >= 70 %): ${r.ofRaw! >= 0.7 ? 'MET' : 'NOT MET'}`,
     );
   }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
+  const fixed = rows.filter((x) => x.variant === 'batch' && x.mode === 'fixed');
+  const max = rows.filter(
+    (x) => x.variant === 'batch' && x.mode === 'max' && x.ofRaw !== undefined,
+  );
+  if (fixed.length > 1)
+    lines.push(
+      `fixed, median of ${fixed.length} runs: XACK/1k ${median(fixed.map((r) => r.xackPer1000)).toFixed(2)}, p99 ${median(fixed.map((r) => r.p99)).toFixed(2)} ms`,
+    );
+  if (max.length > 1)
+    lines.push(
+      `max rate, median of ${max.length} runs: ${(median(max.map((r) => r.ofRaw!)) * 100).toFixed(0)} % of the raw loop`,
+    );
   return lines;
 }
 

@@ -86,6 +86,7 @@ async function main(): Promise<void> {
         void redis.quit().finally(() => process.disconnect());
       });
   });
+  process.once('disconnect', () => setTimeout(() => process.exit(1), 2000).unref());
   send({ type: 'ready' });
 }
 

@@ -1,4 +1,5 @@
-import { Redis, RedisOptions } from 'ioredis';
+import { Cluster, Redis, RedisOptions } from 'ioredis';
+import type { RedisStreamsClusterConnection } from '../transport/redis-streams.options';
 
 /**
  * Builds an ioredis client from `string | RedisOptions`, with our overrides on top. RESP2 is
@@ -22,7 +23,7 @@ export function createRedisClient(
 }
 
 /** QUIT when connected (pending replies arrive first), otherwise drop the connection and stop reconnecting. */
-export async function closeClient(client: Redis | null | undefined): Promise<void> {
+export async function closeClient(client: Redis | Cluster | null | undefined): Promise<void> {
   if (!client || client.status === 'end') return;
   if (client.status === 'ready') {
     try {
@@ -33,4 +34,37 @@ export async function closeClient(client: Redis | null | undefined): Promise<voi
     }
   }
   client.disconnect();
+}
+
+export function isClusterConnection(
+  connection: string | RedisOptions | RedisStreamsClusterConnection,
+): connection is RedisStreamsClusterConnection {
+  return (
+    typeof connection === 'object' && Array.isArray((connection as { cluster?: unknown }).cluster)
+  );
+}
+
+/**
+ * Builds an ioredis Cluster client: `overrides.retryStrategy` becomes the cluster's
+ * `clusterRetryStrategy`, the other overrides apply to every node connection (RESP2 forced).
+ */
+export function createClusterClient(
+  connection: RedisStreamsClusterConnection,
+  overrides: RedisOptions,
+): Cluster {
+  const { retryStrategy, lazyConnect, ...nodeOverrides } = overrides;
+  const user = connection.clusterOptions ?? {};
+  return new Cluster(connection.cluster, {
+    ...user,
+    lazyConnect: lazyConnect ?? user.lazyConnect,
+    clusterRetryStrategy: retryStrategy
+      ? (times: number) => retryStrategy(times) ?? null
+      : user.clusterRetryStrategy,
+    redisOptions: {
+      disconnectTimeout: 500,
+      ...user.redisOptions,
+      ...nodeOverrides,
+      protocol: 2,
+    } as RedisOptions,
+  });
 }

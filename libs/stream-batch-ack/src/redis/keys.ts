@@ -7,3 +7,47 @@ export const idempotencyKey = (prefix: string, group: string, key: string): stri
 
 /** Default prefix of idempotency records. */
 export const DEFAULT_IDEMPOTENCY_PREFIX = 'sba:idem:';
+
+const CRC16_TABLE = (() => {
+  const table = new Uint16Array(256);
+  for (let i = 0; i < 256; i++) {
+    let crc = i << 8;
+    for (let bit = 0; bit < 8; bit++) crc = crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1;
+    table[i] = crc & 0xffff;
+  }
+  return table;
+})();
+
+/**
+ * The Redis Cluster hash slot of a key: CRC16 (XMODEM) of the key, or of its hash tag (the part
+ * between the first `{` and the next `}`, when not empty), modulo 16384.
+ */
+export function keySlot(key: string): number {
+  let bytes = Buffer.from(key, 'utf8');
+  const open = bytes.indexOf(0x7b); // {
+  if (open >= 0) {
+    const close = bytes.indexOf(0x7d, open + 1); // }
+    if (close > open + 1) bytes = bytes.subarray(open + 1, close);
+  }
+  let crc = 0;
+  for (const b of bytes) crc = ((crc << 8) & 0xffff) ^ CRC16_TABLE[((crc >> 8) ^ b) & 0xff];
+  return crc & 0x3fff;
+}
+
+/**
+ * Splits streams into the groups that one `XREADGROUP` call can read. A single Redis reads all of
+ * them in one call; on a Cluster one call may only name keys of one hash slot, so there is one
+ * group per slot (streams that share a hash tag, like `{ticks}:btc` and `{ticks}:eth`, share one).
+ */
+export function groupStreamsForReading(streams: readonly string[], cluster: boolean): string[][] {
+  if (streams.length === 0) return [];
+  if (!cluster) return [[...streams]];
+  const bySlot = new Map<number, string[]>();
+  for (const stream of streams) {
+    const slot = keySlot(stream);
+    const group = bySlot.get(slot);
+    if (group) group.push(stream);
+    else bySlot.set(slot, [stream]);
+  }
+  return [...bySlot.values()];
+}

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 
 /**
  * dead-letter-2: moves one entry to the dead-letter stream and acknowledges it, atomically.
@@ -80,12 +80,12 @@ export interface StreamScripts {
 }
 
 /** Registers the scripts on a client (EVALSHA with a fallback to EVAL, via ioredis `defineCommand`). */
-export function defineStreamScripts(client: Redis): Redis & StreamScripts {
-  const c = client as Redis & Partial<StreamScripts>;
+export function defineStreamScripts<C extends Redis | Cluster>(client: C): C & StreamScripts {
+  const c = client as C & Partial<StreamScripts>;
   if (!c.sbaDeadLetter)
     client.defineCommand('sbaDeadLetter', { numberOfKeys: 2, lua: DEAD_LETTER_LUA });
   if (!c.sbaSafeTrim) client.defineCommand('sbaSafeTrim', { numberOfKeys: 1, lua: SAFE_TRIM_LUA });
-  return client as Redis & StreamScripts;
+  return client as C & StreamScripts;
 }
 
 /**

@@ -1,9 +1,18 @@
-import type { RedisOptions } from 'ioredis';
+import type { ClusterNode, ClusterOptions, RedisOptions } from 'ioredis';
 import type { BackoffOptions } from '../core/backoff';
 
+/** A Redis Cluster: its seed nodes and ioredis Cluster options. */
+export interface RedisStreamsClusterConnection {
+  cluster: ClusterNode[];
+  clusterOptions?: ClusterOptions;
+}
+
 export interface RedisStreamsServerOptions {
-  /** A redis:// URL or ioredis options. Two connections are opened (blocking reader + commands). */
-  connection: string | RedisOptions;
+  /**
+   * A redis:// URL or ioredis options (two connections: a blocking reader and one for commands),
+   * or `{ cluster: nodes }` for a Redis Cluster (one blocking reader per hash slot of the streams).
+   */
+  connection: string | RedisOptions | RedisStreamsClusterConnection;
   /** Consumer group, created (with MKSTREAM) on every handled stream if missing. */
   group: string;
   /** Consumer name inside the group. Default `${hostname}-${pid}`. */
@@ -21,7 +30,7 @@ export interface RedisStreamsServerOptions {
 }
 
 export interface ResolvedServerOptions {
-  connection: string | RedisOptions;
+  connection: string | RedisOptions | RedisStreamsClusterConnection;
   group: string;
   consumer: string;
   startId: string;

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { CustomTransportStrategy, Server } from '@nestjs/microservices';
-import type { Redis, RedisOptions } from 'ioredis';
+import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import { hostname } from 'node:os';
 import { isObservable, lastValueFrom } from 'rxjs';
 import { AckBatcher } from '../core/ack-batcher';
@@ -13,8 +13,13 @@ import {
   NotInitializedError,
 } from '../core/errors';
 import { LruCache } from '../core/lru-cache';
-import { closeClient, createRedisClient } from '../redis/connection';
-import { defaultDeadLetterStream } from '../redis/keys';
+import {
+  closeClient,
+  createClusterClient,
+  createRedisClient,
+  isClusterConnection,
+} from '../redis/connection';
+import { defaultDeadLetterStream, groupStreamsForReading, keySlot } from '../redis/keys';
 import { defineStreamScripts, StreamScripts } from '../redis/scripts';
 import { RedisStreamsContext } from './redis-streams.context';
 import {
@@ -29,7 +34,8 @@ type Entry = [id: string, fields: string[] | null];
 /** The transport id of ServerRedisStreams (for `onProcessingStartHook` and friends). */
 export const REDIS_STREAMS_TRANSPORT = Symbol('REDIS_STREAMS');
 
-type CommandClient = Redis & StreamScripts;
+type Client = Redis | Cluster;
+type CommandClient = Client & StreamScripts;
 
 export function resolveServerOptions(options: RedisStreamsServerOptions): ResolvedServerOptions {
   return {
@@ -70,7 +76,11 @@ export class ServerRedisStreams
   protected override readonly logger = new Logger(ServerRedisStreams.name);
   readonly options: ResolvedServerOptions;
 
-  protected reader: Redis | null = null;
+  /** The first blocking reader (the only one on a single Redis). */
+  protected reader: Client | null = null;
+  /** One blocking reader per group of streams that one XREADGROUP call can read. */
+  protected readers: Client[] = [];
+  private readGroups: string[][] = [];
   protected commands: CommandClient | null = null;
   protected batcher: AckBatcher | null = null;
   protected isManuallyClosed = false;
@@ -81,7 +91,7 @@ export class ServerRedisStreams
     callback: (...args: any[]) => void;
   }[] = [];
   private streams: string[] = [];
-  private readLoop: Promise<void> | null = null;
+  private readLoops: Promise<void>[] = [];
   private claimLoop: Promise<void> | null = null;
   private readonly inFlight = new Set<string>();
   private readonly running = new Set<Promise<void>>();
@@ -108,10 +118,17 @@ export class ServerRedisStreams
 
   protected async start(): Promise<void> {
     this.streams = [...this.messageHandlers.keys()];
-    this.reader = this.createClient('reader', { maxRetriesPerRequest: null });
+    const cluster = isClusterConnection(this.options.connection);
+    if (cluster) this.checkClusterSlots();
+    this.readGroups = groupStreamsForReading(this.streams, cluster);
+    const readerCount = Math.max(1, this.readGroups.length);
+    this.readers = Array.from({ length: readerCount }, () =>
+      this.createClient('reader', { maxRetriesPerRequest: null }),
+    );
+    this.reader = this.readers[0];
     this.commands = defineStreamScripts(this.createClient('command', {}));
     this.pendingEventListeners = [];
-    await Promise.all([this.reader.connect(), this.commands.connect()]);
+    await Promise.all([...this.readers.map((r) => r.connect()), this.commands.connect()]);
     await this.ensureGroups();
     this.batcher = new AckBatcher(
       (stream, ids) => this.unwrapCommands().xack(stream, this.options.group, ...ids),
@@ -127,8 +144,28 @@ export class ServerRedisStreams
       this.logger.warn('No @EventPattern handlers registered: nothing to read.');
       return;
     }
-    this.readLoop = this.runReadLoop();
+    this.readLoops = this.readGroups.map((streams, i) =>
+      this.runReadLoop(this.readers[i], streams),
+    );
     this.claimLoop = this.runClaimLoop();
+  }
+
+  /** The streams each blocking reader reads with one XREADGROUP call (one group on a single Redis). */
+  get readerStreams(): string[][] {
+    return this.readGroups.map((g) => [...g]);
+  }
+
+  /** On a Cluster, the dead-letter script touches a stream and its dead-letter stream: one slot. */
+  private checkClusterSlots(): void {
+    for (const stream of this.streams) {
+      const dlq = this.options.deadLetter.stream(stream);
+      if (keySlot(dlq) !== keySlot(stream))
+        throw new Error(
+          `Redis Cluster: stream "${stream}" and its dead-letter stream "${dlq}" are in different hash slots. ` +
+            `Give the stream a hash tag (e.g. "{${stream}}", whose default dead-letter stream is "{${stream}}:dlq"), ` +
+            `or a deadLetter.stream function that keeps the tag.`,
+        );
+    }
   }
 
   /** The entries handled right now. */
@@ -157,8 +194,8 @@ export class ServerRedisStreams
     this.wake();
     for (const w of [...this.closeWakers]) w();
     // 1. Stop reading: disconnecting the blocking connection breaks out of BLOCK.
-    this.reader?.disconnect();
-    await Promise.allSettled([this.readLoop, this.claimLoop]);
+    for (const reader of this.readers) reader.disconnect();
+    await Promise.allSettled([...this.readLoops, this.claimLoop]);
     // 2. Let running handlers finish, within the bound.
     const deadline = Date.now() + this.options.shutdownTimeoutMs;
     if (this.running.size > 0) {
@@ -194,14 +231,18 @@ export class ServerRedisStreams
     EventCallback extends RedisStreamsEvents[EventKey] = RedisStreamsEvents[EventKey],
   >(event: EventKey, callback: EventCallback): void {
     if (this.reader && this.commands) {
-      this.reader.on(event, (...args: unknown[]) => (callback as any)('reader', ...args));
+      for (const reader of this.readers)
+        reader.on(event, (...args: unknown[]) => (callback as any)('reader', ...args));
       this.commands.on(event, (...args: unknown[]) => (callback as any)('command', ...args));
     } else {
       this.pendingEventListeners.push({ event, callback: callback as any });
     }
   }
 
-  /** `[reader, commands]`: the blocking connection and the command connection. */
+  /**
+   * `[reader, commands]`: the blocking connection and the command connection (ioredis `Redis`, or
+   * `Cluster` clients; with several readers on a Cluster, the first one; see `readerStreams`).
+   */
   unwrap<T>(): T {
     if (!this.reader || !this.commands) throw new NotInitializedError('ServerRedisStreams');
     return [this.reader, this.commands] as T;
@@ -212,19 +253,24 @@ export class ServerRedisStreams
     return this.commands;
   }
 
-  protected createClient(type: RedisStreamsConnectionType, overrides: RedisOptions): Redis {
-    const userRetry =
-      typeof this.options.connection === 'object'
-        ? this.options.connection.retryStrategy
+  protected createClient(type: RedisStreamsConnectionType, overrides: RedisOptions): Client {
+    const { connection } = this.options;
+    const userRetry = isClusterConnection(connection)
+      ? connection.clusterOptions?.clusterRetryStrategy
+      : typeof connection === 'object'
+        ? connection.retryStrategy
         : undefined;
-    const client = createRedisClient(this.options.connection, {
+    const options: RedisOptions = {
       ...overrides,
       lazyConnect: true,
       retryStrategy: (times: number) => {
         if (this.isManuallyClosed) return null;
         return userRetry ? userRetry(times) : Math.min(times * 50, 2000);
       },
-    });
+    };
+    const client: Client = isClusterConnection(connection)
+      ? createClusterClient(connection, options)
+      : createRedisClient(connection, options);
     client.on(RedisStreamsEventsMap.ERROR, (err: Error) => {
       if (!this.isManuallyClosed) this.logger.error(`Redis ${type} connection: ${err.message}`);
     });
@@ -232,7 +278,7 @@ export class ServerRedisStreams
       if (!this.isManuallyClosed) this._status$.next(RedisStreamsStatus.RECONNECTING);
     });
     client.on(RedisStreamsEventsMap.READY, () => {
-      if (this.reader?.status === 'ready' && this.commands?.status === 'ready')
+      if (this.readers.every((r) => r.status === 'ready') && this.commands?.status === 'ready')
         this._status$.next(RedisStreamsStatus.CONNECTED);
     });
     client.on(RedisStreamsEventsMap.END, () => {
@@ -287,16 +333,25 @@ export class ServerRedisStreams
     });
   }
 
-  /** How many more entries may be taken now (0 when handlers or unsent acks are at their bound). */
+  /**
+   * How many more entries may be taken now: free handler slots (`concurrency`), and room under
+   * `ack.maxPending` for entries not yet acknowledged, counting both the ids waiting for their
+   * XACK and the entries whose handler runs (each of those becomes a queued id when it succeeds).
+   */
   private capacity(): number {
-    if ((this.batcher?.size ?? 0) >= this.options.ack.maxPending) return 0;
-    return Math.max(0, this.options.concurrency - this.inFlight.size);
+    const unacked = (this.batcher?.size ?? 0) + this.inFlight.size;
+    return Math.max(
+      0,
+      Math.min(
+        this.options.concurrency - this.inFlight.size,
+        this.options.ack.maxPending - unacked,
+      ),
+    );
   }
 
   // ---------------------------------------------------------------- reading
 
-  private async runReadLoop(): Promise<void> {
-    const reader = this.reader!;
+  private async runReadLoop(reader: Client, streams: string[]): Promise<void> {
     let failures = 0;
     while (!this.closing) {
       const room = this.capacity();
@@ -316,8 +371,8 @@ export class ServerRedisStreams
           'BLOCK',
           this.options.read.blockMs,
           'STREAMS',
-          ...this.streams,
-          ...this.streams.map(() => '>'),
+          ...streams,
+          ...streams.map(() => '>'),
         )) as [string, Entry[]][] | null;
         failures = 0;
       } catch (err) {
