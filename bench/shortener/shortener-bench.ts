@@ -117,7 +117,7 @@ export async function runShortenerBench(
   };
 
   try {
-    const { rows } = await pg.query<{ version: string }>('SHOW server_version');
+    const { rows } = await pg.query<{ server_version: string }>('SHOW server_version');
     const env = {
       ...(await collectEnvInfo(redis, opts.redisUrl, [
         '@nestjs/core',
@@ -127,7 +127,7 @@ export async function runShortenerBench(
         'pg',
         'autocannon',
       ])),
-      postgres: rows[0].version,
+      postgres: rows[0].server_version,
       app: opts.built ? 'built (dist/.../main.js)' : 'src/main.ts through scripts/register-ts.js',
     };
     log(formatEnvInfo(env));
