@@ -1,0 +1,599 @@
+/*
+ * The demo-ticks benchmark (not a test): the real demo at 10,000 ticks/s.
+ *   node -r ./scripts/register-ts.js bench/demo-ticks/main.ts [options]
+ *   (or through scripts/with-redis.js, which provides REDIS_URL)
+ *
+ *   --duration <s>       how long the collector publishes (default 60)
+ *   --symbols <n>        default 100
+ *   --rate <n>           ticks per second per symbol (default 100)
+ *   --drain-timeout <s>  how long to wait for the consumer to catch up afterwards (default 120)
+ *   --semi-space <MB>    V8 --max-semi-space-size of the consumer (default: V8's)
+ *   --old-space <MB>     V8 --max-old-space-size of the consumer (default: V8's)
+ *   --json <file>        also write the results as JSON
+ *   --keep               keep the Redis keys (default: delete them)
+ *
+ * The consumer (apps/demo-ticks/src/main.ts) and the collector (src/collector.main.ts) run as
+ * two processes of their own; this process samples the consumer's RSS and /metrics each second.
+ */
+import { ChildProcess, fork } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { collectEnvInfo, EnvInfo, formatEnvInfo } from '../shared/env-info';
+import { renderTable } from '../shared/table';
+
+const ROOT = join(__dirname, '..', '..');
+const REGISTER = join(ROOT, 'scripts', 'register-ts.js');
+const CONSUMER = join(ROOT, 'apps', 'demo-ticks', 'src', 'main.ts');
+const COLLECTOR = join(ROOT, 'apps', 'demo-ticks', 'src', 'collector.main.ts');
+
+export interface DemoTicksBenchOptions {
+  redisUrl: string;
+  durationMs: number;
+  symbols: number;
+  ratePerSymbol: number;
+  drainTimeoutMs: number;
+  /** V8 --max-semi-space-size (MB) of the consumer process; 0 = V8's default. */
+  semiSpaceMb: number;
+  /** V8 --max-old-space-size (MB) of the consumer process; 0 = V8's default. */
+  oldSpaceMb: number;
+  sampleMs: number;
+  keep: boolean;
+  /** Print the report (default true). */
+  print: boolean;
+}
+
+export const DEFAULT_OPTIONS: DemoTicksBenchOptions = {
+  redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+  durationMs: 60_000,
+  symbols: 100,
+  ratePerSymbol: 100,
+  drainTimeoutMs: 120_000,
+  semiSpaceMb: 0,
+  oldSpaceMb: 0,
+  sampleMs: 1000,
+  keep: false,
+  print: true,
+};
+
+export interface TimelineRow {
+  second: number;
+  publishedPerS: number;
+  handledPerS: number;
+  xackPerS: number;
+  lag: number;
+  pending: number;
+  rssMb: number;
+}
+
+export interface DemoTicksBenchResult {
+  env: EnvInfo;
+  options: DemoTicksBenchOptions;
+  targetRate: number;
+  published: number;
+  publishFailed: number;
+  publishSeconds: number;
+  handled: number;
+  /** From the collector's start to the last tick handled. */
+  consumerSeconds: number;
+  drainedAfterMs: number | null;
+  duplicatesSkipped: number;
+  deadLettered: number;
+  e2eP50Ms: number;
+  e2eP99Ms: number;
+  e2eP50SteadyMs: number | null;
+  e2eP99SteadyMs: number | null;
+  xackCalls: number;
+  xackPerSecond: number;
+  xackPerSecondMax: number;
+  serverXackCalls: number;
+  meanAckBatch: number;
+  rssMaxMb: number;
+  rssEndMb: number;
+  volumePublished: number;
+  volumeInCandles: Record<string, number>;
+  tradesInCandles: Record<string, number>;
+  timeline: TimelineRow[];
+}
+
+// ---------------------------------------------------------------- helpers
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+function startChild(
+  file: string,
+  env: Record<string, string>,
+  execArgv: string[] = [],
+): ChildProcess {
+  return fork(file, [], {
+    execArgv: [...execArgv, '-r', REGISTER],
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  });
+}
+
+function nextMessage<T>(child: ChildProcess, what: string): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const onExit = (code: number | null) =>
+      reject(new Error(`${what} exited (${code}) before answering`));
+    child.once('exit', onExit);
+    child.once('message', (msg: T) => {
+      child.off('exit', onExit);
+      resolve(msg);
+    });
+  });
+}
+
+function stopChild(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill(signal);
+  });
+}
+
+/** Resident set size of a process in MB (Linux /proc), or NaN elsewhere. */
+function rssMb(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+interface Scrape {
+  counters: Map<string, number>;
+  latencyBuckets: [number, number][];
+}
+
+async function scrape(url: string): Promise<Scrape> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const counters = new Map<string, number>();
+  const latencyBuckets: [number, number][] = [];
+  for (const line of text.split('\n')) {
+    if (line.startsWith('#') || line.trim() === '') continue;
+    const value = Number(line.slice(line.lastIndexOf(' ') + 1));
+    const name = line.slice(0, line.lastIndexOf(' '));
+    const bucket = /^tick_e2e_latency_seconds_bucket\{le="([^"]+)"\}$/.exec(name);
+    if (bucket) latencyBuckets.push([bucket[1] === '+Inf' ? Infinity : Number(bucket[1]), value]);
+    else
+      counters.set(
+        name.replace(/\{.*\}$/, ''),
+        (counters.get(name.replace(/\{.*\}$/, '')) ?? 0) + value,
+      );
+  }
+  return { counters, latencyBuckets };
+}
+
+/** Quantile of a cumulative Prometheus histogram, interpolated linearly inside the bucket (ms). */
+export function histogramQuantile(buckets: [number, number][], q: number): number {
+  const sorted = [...buckets].sort((a, b) => a[0] - b[0]);
+  const total = sorted.length ? sorted[sorted.length - 1][1] : 0;
+  if (total === 0) return NaN;
+  const rank = q * total;
+  let prevBound = 0;
+  let prevCount = 0;
+  for (const [bound, count] of sorted) {
+    if (count >= rank) {
+      if (!Number.isFinite(bound)) return prevBound * 1000;
+      const inBucket = count - prevCount;
+      const frac = inBucket > 0 ? (rank - prevCount) / inBucket : 1;
+      return (prevBound + (bound - prevBound) * frac) * 1000;
+    }
+    prevBound = bound;
+    prevCount = count;
+  }
+  return prevBound * 1000;
+}
+
+function bucketDiff(a: [number, number][], b: [number, number][]): [number, number][] {
+  const before = new Map(b);
+  return a.map(([le, c]) => [le, c - (before.get(le) ?? 0)]);
+}
+
+async function groupInfo(redis: Redis, stream: string): Promise<{ lag: number; pending: number }> {
+  try {
+    const groups = (await redis.call('XINFO', 'GROUPS', stream)) as unknown[][];
+    const g = groups[0] ?? [];
+    const field = (k: string) => Number(g[g.indexOf(k) + 1] ?? 0);
+    return { lag: field('lag'), pending: field('pending') };
+  } catch {
+    return { lag: 0, pending: 0 };
+  }
+}
+
+async function entriesAdded(redis: Redis, stream: string): Promise<number> {
+  try {
+    const info = (await redis.call('XINFO', 'STREAM', stream)) as unknown[];
+    return Number(info[info.indexOf('entries-added') + 1] ?? 0);
+  } catch {
+    return 0;
+  }
+}
+
+async function serverXacks(redis: Redis): Promise<number> {
+  const m = /cmdstat_xack:calls=(\d+)/.exec(await redis.info('commandstats'));
+  return m ? Number(m[1]) : 0;
+}
+
+async function candleSums(
+  redis: Redis,
+  prefix: string,
+  interval: string,
+): Promise<{ volume: number; trades: number }> {
+  let cursor = '0';
+  let volume = 0;
+  let trades = 0;
+  do {
+    const [next, keys] = await redis.scan(
+      cursor,
+      'MATCH',
+      `${prefix}candle:${interval}:*`,
+      'COUNT',
+      1000,
+    );
+    cursor = next;
+    if (keys.length === 0) continue;
+    const pipeline = redis.pipeline();
+    for (const k of keys) pipeline.hmget(k, 'v', 'n');
+    for (const [err, reply] of (await pipeline.exec()) ?? []) {
+      if (err) throw err;
+      const [v, n] = reply as [string, string];
+      volume += Number(v);
+      trades += Number(n);
+    }
+  } while (cursor !== '0');
+  return { volume, trades };
+}
+
+async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length > 0) await redis.del(...keys);
+  } while (cursor !== '0');
+}
+
+// ---------------------------------------------------------------- the run
+
+export async function runDemoTicksBench(
+  partial: Partial<DemoTicksBenchOptions> = {},
+): Promise<DemoTicksBenchResult> {
+  const options = { ...DEFAULT_OPTIONS, ...partial };
+  const prefix = `bench:demo-ticks:${randomBytes(4).toString('hex')}:`;
+  const stream = `${prefix}ticks`;
+  const redis = new Redis(options.redisUrl);
+  const children: ChildProcess[] = [];
+  try {
+    const env = await collectEnvInfo(redis, options.redisUrl, [
+      '@nestjs/core',
+      '@nestjs/microservices',
+      'ioredis',
+      'prom-client',
+      'typescript',
+    ]);
+    const common = {
+      REDIS_URL: options.redisUrl,
+      TICKS_STREAM: stream,
+      TICKS_KEY_PREFIX: prefix,
+      LOG_LEVEL: 'warn',
+    };
+    const consumer = startChild(
+      CONSUMER,
+      { ...common, COLLECTOR: 'false', HOST: '127.0.0.1', PORT: '0', TICKS_CONSUMER: 'bench' },
+      [
+        ...(options.semiSpaceMb > 0 ? [`--max-semi-space-size=${options.semiSpaceMb}`] : []),
+        ...(options.oldSpaceMb > 0 ? [`--max-old-space-size=${options.oldSpaceMb}`] : []),
+      ],
+    );
+    children.push(consumer);
+    const { url } = await nextMessage<{ url: string }>(consumer, 'the consumer');
+    const pid = consumer.pid!;
+
+    const xackServerBefore = await serverXacks(redis);
+    const targetRate = options.symbols * options.ratePerSymbol;
+    const collector = startChild(COLLECTOR, {
+      ...common,
+      COLLECTOR_SYMBOLS: String(options.symbols),
+      COLLECTOR_RATE: String(options.ratePerSymbol),
+      COLLECTOR_DURATION_MS: String(options.durationMs),
+      COLLECTOR_SEED: '1',
+    });
+    children.push(collector);
+    const collectorDone = nextMessage<{
+      stats: {
+        published: number;
+        failed: number;
+        volume: number;
+        startedAt: number;
+        endedAt: number;
+      };
+    }>(collector, 'the collector');
+    const started = Date.now();
+
+    // Sample each second until the collector is done and the consumer has caught up.
+    const timeline: TimelineRow[] = [];
+    let prev = { added: 0, handled: 0, xacks: 0 };
+    let stats: Awaited<typeof collectorDone>['stats'] | undefined;
+    void collectorDone.then((m) => (stats = m.stats));
+    let drainedAt: number | null = null;
+    let lastHandledAt = started;
+    let steadyStart: [number, number][] | undefined;
+    let steadyEnd: [number, number][] | undefined;
+    const deadline = started + options.durationMs + options.drainTimeoutMs;
+    for (let second = 1; ; second++) {
+      await sleep(Math.max(0, started + second * options.sampleMs - Date.now()));
+      const [m, added, group] = await Promise.all([
+        scrape(url),
+        entriesAdded(redis, stream),
+        groupInfo(redis, stream),
+      ]);
+      const handled = m.counters.get('ticks_handled_total') ?? 0;
+      const xacks = m.counters.get('xack_calls_total') ?? 0;
+      if (handled > prev.handled) lastHandledAt = Date.now();
+      const secs = options.sampleMs / 1000;
+      timeline.push({
+        second,
+        publishedPerS: (added - prev.added) / secs,
+        handledPerS: (handled - prev.handled) / secs,
+        xackPerS: (xacks - prev.xacks) / secs,
+        lag: group.lag,
+        pending: group.pending,
+        rssMb: rssMb(pid),
+      });
+      prev = { added, handled, xacks };
+      // "Steady" latency window: the middle of the publishing period (skips start-up and drain).
+      const elapsed = Date.now() - started;
+      if (!steadyStart && elapsed >= options.durationMs * 0.25) steadyStart = m.latencyBuckets;
+      if (!steadyEnd && elapsed >= options.durationMs * 0.9) steadyEnd = m.latencyBuckets;
+      if (
+        stats &&
+        handled + (m.counters.get('ticks_dead_lettered_total') ?? 0) >= stats.published &&
+        group.lag === 0 &&
+        group.pending === 0
+      ) {
+        drainedAt = Date.now();
+        break;
+      }
+      if (Date.now() > deadline) break;
+    }
+    if (!stats) stats = (await collectorDone).stats;
+    const final = await scrape(url);
+    const xackServer = (await serverXacks(redis)) - xackServerBefore;
+    await stopChild(consumer);
+
+    const sums: Record<string, { volume: number; trades: number }> = {};
+    for (const interval of ['1m', '5m', '30m'])
+      sums[interval] = await candleSums(redis, prefix, interval);
+    const consumerSeconds = (lastHandledAt - started) / 1000;
+    const xackCalls = final.counters.get('xack_calls_total') ?? 0;
+    const steady = steadyStart && steadyEnd ? bucketDiff(steadyEnd, steadyStart) : undefined;
+    const result: DemoTicksBenchResult = {
+      env,
+      options,
+      targetRate,
+      published: stats.published,
+      publishFailed: stats.failed,
+      publishSeconds: (stats.endedAt - stats.startedAt) / 1000,
+      handled: final.counters.get('ticks_handled_total') ?? 0,
+      consumerSeconds,
+      drainedAfterMs: drainedAt === null ? null : drainedAt - (stats.endedAt ?? started),
+      duplicatesSkipped: final.counters.get('ticks_duplicates_skipped_total') ?? 0,
+      deadLettered: final.counters.get('ticks_dead_lettered_total') ?? 0,
+      e2eP50Ms: histogramQuantile(final.latencyBuckets, 0.5),
+      e2eP99Ms: histogramQuantile(final.latencyBuckets, 0.99),
+      e2eP50SteadyMs: steady ? histogramQuantile(steady, 0.5) : null,
+      e2eP99SteadyMs: steady ? histogramQuantile(steady, 0.99) : null,
+      xackCalls,
+      xackPerSecond: consumerSeconds > 0 ? xackCalls / consumerSeconds : 0,
+      xackPerSecondMax: Math.max(0, ...timeline.map((r) => r.xackPerS)),
+      serverXackCalls: xackServer,
+      meanAckBatch: xackCalls > 0 ? (final.counters.get('ack_batch_size_sum') ?? 0) / xackCalls : 0,
+      rssMaxMb: Math.max(0, ...timeline.map((r) => r.rssMb).filter(Number.isFinite)),
+      rssEndMb: timeline.length ? timeline[timeline.length - 1].rssMb : NaN,
+      volumePublished: stats.volume,
+      volumeInCandles: Object.fromEntries(Object.entries(sums).map(([k, v]) => [k, v.volume])),
+      tradesInCandles: Object.fromEntries(Object.entries(sums).map(([k, v]) => [k, v.trades])),
+      timeline,
+    };
+    if (options.print) process.stdout.write(`${formatReport(result)}\n`);
+    return result;
+  } finally {
+    for (const child of children) await stopChild(child, 'SIGKILL');
+    if (!options.keep) await deleteKeys(redis, prefix).catch(() => undefined);
+    await redis.quit();
+  }
+}
+
+// ---------------------------------------------------------------- report
+
+export function formatReport(r: DemoTicksBenchResult): string {
+  const exact =
+    r.published === r.handled + r.deadLettered &&
+    Object.values(r.tradesInCandles).every((n) => n === r.published) &&
+    Object.values(r.volumeInCandles).every((v) => v === r.volumePublished);
+  const yes = (ok: boolean) => (ok ? 'yes' : 'NO');
+  const rows = [
+    {
+      what: 'ticks published (XADD ok) / failed',
+      value: `${r.published.toLocaleString('en-US')} / ${r.publishFailed}`,
+      target: `${((r.targetRate * r.options.durationMs) / 1000).toLocaleString('en-US')}`,
+      met: yes(r.publishFailed === 0),
+    },
+    {
+      what: 'publish rate (ticks/s)',
+      value: (r.published / r.publishSeconds).toFixed(0),
+      target: String(r.targetRate),
+      met: yes(r.published / r.publishSeconds >= r.targetRate * 0.95),
+    },
+    {
+      what: 'consume rate (ticks/s, to the last tick)',
+      value: (r.handled / r.consumerSeconds).toFixed(0),
+      target: String(r.targetRate),
+      met: yes(r.handled / r.consumerSeconds >= r.targetRate * 0.95),
+    },
+    {
+      what: 'caught up after the collector stopped',
+      value:
+        r.drainedAfterMs === null
+          ? 'not within the drain timeout'
+          : `${(r.drainedAfterMs / 1000).toFixed(1)} s`,
+      target: '-',
+      met: '-',
+    },
+    {
+      what: 'ticks handled / duplicates skipped / dead-lettered',
+      value: `${r.handled.toLocaleString('en-US')} / ${r.duplicatesSkipped} / ${r.deadLettered}`,
+      target: '-',
+      met: '-',
+    },
+    {
+      what: 'trades in candles 1m / 5m / 30m',
+      value: ['1m', '5m', '30m']
+        .map((i) => r.tradesInCandles[i].toLocaleString('en-US'))
+        .join(' / '),
+      target: `= published`,
+      met: yes(Object.values(r.tradesInCandles).every((n) => n === r.published)),
+    },
+    {
+      what: 'volume in candles 1m / 5m / 30m',
+      value: ['1m', '5m', '30m']
+        .map((i) => r.volumeInCandles[i].toLocaleString('en-US'))
+        .join(' / '),
+      target: `= ${r.volumePublished.toLocaleString('en-US')} published`,
+      met: yes(Object.values(r.volumeInCandles).every((v) => v === r.volumePublished)),
+    },
+    { what: 'no tick lost or double counted', value: yes(exact), target: 'yes', met: yes(exact) },
+    {
+      what: 'e2e latency p50 / p99, whole run (ms)',
+      value: `${r.e2eP50Ms.toFixed(1)} / ${r.e2eP99Ms.toFixed(1)}`,
+      target: '-',
+      met: '-',
+    },
+    {
+      what: 'e2e latency p50 / p99, 25-90 % of the run (ms)',
+      value:
+        r.e2eP50SteadyMs === null
+          ? '-'
+          : `${r.e2eP50SteadyMs.toFixed(1)} / ${r.e2eP99SteadyMs!.toFixed(1)}`,
+      target: '-',
+      met: '-',
+    },
+    {
+      what: 'XACK calls per second (mean / max second)',
+      value: `${r.xackPerSecond.toFixed(1)} / ${r.xackPerSecondMax.toFixed(0)}`,
+      target: '<= 25',
+      met: yes(r.xackPerSecondMax <= 25),
+    },
+    {
+      what: 'XACK calls: consumer / whole Redis server',
+      value: `${r.xackCalls} / ${r.serverXackCalls}`,
+      target: '-',
+      met: '-',
+    },
+    { what: 'ids per XACK (mean)', value: r.meanAckBatch.toFixed(0), target: '-', met: '-' },
+    {
+      what: 'consumer RSS (max / at the end, MB)',
+      value: `${r.rssMaxMb.toFixed(0)} / ${r.rssEndMb.toFixed(0)}`,
+      target: '< 256',
+      met: yes(r.rssMaxMb < 256),
+    },
+  ];
+  const summary = renderTable(
+    [
+      { header: 'measure', value: (x: (typeof rows)[number]) => x.what },
+      { header: 'value', value: (x) => x.value },
+      { header: 'target', value: (x) => x.target },
+      { header: 'met', value: (x) => x.met },
+    ],
+    rows,
+  );
+  const every = Math.max(1, Math.round(r.timeline.length / 15));
+  const timeline = renderTable(
+    [
+      { header: 's', value: (x: TimelineRow) => x.second },
+      { header: 'published/s', value: (x) => Math.round(x.publishedPerS) },
+      { header: 'handled/s', value: (x) => Math.round(x.handledPerS) },
+      { header: 'XACK/s', value: (x) => Math.round(x.xackPerS) },
+      { header: 'lag', value: (x) => x.lag },
+      { header: 'pending', value: (x) => x.pending },
+      { header: 'RSS MB', value: (x) => Math.round(x.rssMb) },
+    ],
+    r.timeline.filter((row, i) => i % every === every - 1 || i === r.timeline.length - 1),
+  );
+  return [
+    `demo-ticks benchmark: ${r.options.symbols} symbols x ${r.options.ratePerSymbol}/s = ${r.targetRate} ticks/s for ${r.options.durationMs / 1000} s` +
+      (r.options.oldSpaceMb || r.options.semiSpaceMb
+        ? ` (consumer V8 flags:${r.options.oldSpaceMb ? ` --max-old-space-size=${r.options.oldSpaceMb}` : ''}${r.options.semiSpaceMb ? ` --max-semi-space-size=${r.options.semiSpaceMb}` : ''})`
+        : ''),
+    formatEnvInfo(r.env),
+    '',
+    summary,
+    '',
+    `timeline (every ${every} s):`,
+    timeline,
+  ].join('\n');
+}
+
+// ---------------------------------------------------------------- CLI
+
+function usage(message: string): never {
+  process.stderr.write(
+    `bench demo-ticks: ${message}\n(see the options at the top of bench/demo-ticks/main.ts)\n`,
+  );
+  process.exit(2);
+}
+
+export function parseDemoTicksArgs(argv: string[]): {
+  options: Partial<DemoTicksBenchOptions>;
+  json?: string;
+} {
+  const options: Partial<DemoTicksBenchOptions> = {};
+  let json: string | undefined;
+  const numbers: Record<string, [keyof DemoTicksBenchOptions, number]> = {
+    '--duration': ['durationMs', 1000],
+    '--symbols': ['symbols', 1],
+    '--rate': ['ratePerSymbol', 1],
+    '--drain-timeout': ['drainTimeoutMs', 1000],
+    '--semi-space': ['semiSpaceMb', 1],
+    '--old-space': ['oldSpaceMb', 1],
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const [flag, inline] = argv[i].split('=', 2) as [string, string | undefined];
+    const value = () => inline ?? argv[++i] ?? usage(`${flag} needs a value`);
+    if (flag === '--json') json = value();
+    else if (flag === '--keep') options.keep = true;
+    else if (flag === '--demo')
+      continue; // accepted when run through bench:ticks -- --demo
+    else if (flag in numbers) {
+      const n = Number(value());
+      if (!Number.isFinite(n) || n < 0) usage(`${flag} needs a number`);
+      const [key, scale] = numbers[flag];
+      (options as Record<string, number>)[key] = n * scale;
+    } else usage(`unknown option ${flag}`);
+  }
+  return { options, json };
+}
+
+async function main(): Promise<void> {
+  const { options, json } = parseDemoTicksArgs(process.argv.slice(2));
+  const result = await runDemoTicksBench(options);
+  if (json) {
+    writeFileSync(json, `${JSON.stringify(result, null, 2)}\n`);
+    process.stdout.write(`JSON written to ${json}\n`);
+  }
+}
+
+if (require.main === module) {
+  main().catch((err) => {
+    process.stderr.write(`bench demo-ticks failed: ${err?.stack ?? err}\n`);
+    process.exit(1);
+  });
+}
