@@ -71,14 +71,20 @@ export class ShortenerProcess {
     throw new Error(`the shortener did not become healthy:\n${output.join('')}`);
   }
 
-  /** shortener_db_lookups_total, read from /metrics. */
-  async dbLookups(): Promise<number> {
+  /** shortener_db_lookups_total and the cache's store errors (Redis failed or timed out), from /metrics. */
+  async counters(): Promise<{ dbLookups: number; storeErrors: number }> {
     const text = await (await fetch(`${this.baseUrl}/metrics`)).text();
-    let sum = 0;
-    for (const m of text.matchAll(/^shortener_db_lookups_total\{[^}]*\} (\d+)$/gm)) {
-      sum += Number(m[1]);
-    }
-    return sum;
+    const sum = (name: string) => {
+      let total = 0;
+      for (const m of text.matchAll(new RegExp(`^${name}\\{[^}]*\\} (\\d+)$`, 'gm'))) {
+        total += Number(m[1]);
+      }
+      return total;
+    };
+    return {
+      dbLookups: sum('shortener_db_lookups_total'),
+      storeErrors: sum('shortener_stampede_store_errors_total'),
+    };
   }
 
   async stop(): Promise<void> {

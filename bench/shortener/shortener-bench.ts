@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { loadavg } from 'node:os';
 import { Redis } from 'ioredis';
 import { Client } from 'pg';
 import { collectEnvInfo, EnvInfo, formatEnvInfo } from '../shared/env-info';
@@ -52,6 +53,10 @@ export const DEFAULTS: Omit<ShortenerBenchOptions, 'redisUrl' | 'log'> = {
 export interface RedirectRow extends LoadResult {
   mode: 'db-only' | 'cached';
   dbLookups: number;
+  /** Cache operations that failed or timed out (each such call was answered from the database). */
+  storeErrors: number;
+  /** 1-minute load average of the machine at the end of the row (2 cores: above 2 means queuing). */
+  loadAvg: number;
 }
 
 export interface CreateRow extends LoadResult {
@@ -147,7 +152,7 @@ export async function runShortenerBench(
       connections: number,
       durationS: number,
     ): Promise<RedirectRow> {
-      const before = await app.dbLookups();
+      const before = await app.counters();
       const load = await runLoad({
         url: app.baseUrl,
         connections,
@@ -155,10 +160,18 @@ export async function runShortenerBench(
         expectStatus: 302,
         paths: paths(),
       });
-      const row = { mode, ...load, dbLookups: (await app.dbLookups()) - before };
+      const after = await app.counters();
+      const row = {
+        mode,
+        ...load,
+        dbLookups: after.dbLookups - before.dbLookups,
+        storeErrors: after.storeErrors - before.storeErrors,
+        loadAvg: loadavg()[0],
+      };
       log(
         `  ${mode} ${connections} conns: ${Math.round(row.rps)} req/s, p95 ${row.p95.toFixed(2)} ms, ` +
-          `p99 ${row.p99.toFixed(2)} ms, ${row.dbLookups} lookups, ${row.unexpected} non-302, ${row.errors} errors`,
+          `p99 ${row.p99.toFixed(2)} ms, ${row.dbLookups} lookups, ${row.storeErrors} cache errors, ` +
+          `${row.unexpected} non-302, ${row.errors} errors, load ${row.loadAvg.toFixed(1)}`,
       );
       return row;
     }
@@ -266,9 +279,9 @@ function targetsOf(
   const dbOnly = redirect.find((r) => r.mode === 'db-only' && r.connections === top);
   const cached = redirect.find((r) => r.mode === 'cached' && r.connections === top);
   const ratio = dbOnly && cached ? cached.rps / dbOnly.rps : NaN;
-  const cachedLookups = redirect
-    .filter((r) => r.mode === 'cached')
-    .reduce((s, r) => s + r.dbLookups, 0);
+  const cachedRows = redirect.filter((r) => r.mode === 'cached');
+  const cachedLookups = cachedRows.reduce((s, r) => s + r.dbLookups, 0);
+  const cacheErrors = cachedRows.reduce((s, r) => s + r.storeErrors, 0) + lifetime.storeErrors;
   const cachedStress = stress.find((r) => r.mode === 'cached');
   const stressTrouble = stress.map(
     (r) => `${r.mode}: ${r.errors} errors, ${r.timeouts} timeouts, ${r.unexpected} non-302`,
@@ -285,7 +298,10 @@ function targetsOf(
       detail:
         `CACHE_TTL 10m: ${cachedLookups} lookups in the measured cached runs (the ${opts.hotCodes} codes loaded once in the warm-up); ` +
         `CACHE_TTL ${lifetime.ttlS}s over ${lifetime.durationS}s: ${lifetime.dbLookups} lookups for ${opts.hotCodes} codes ` +
-        `(at most ${lifetime.bound} allowed) of ${lifetime.requests} redirects`,
+        `(at most ${lifetime.bound} allowed) of ${lifetime.requests} redirects` +
+        (cacheErrors
+          ? `; ${cacheErrors} cache operations failed or timed out (REDIS_OPERATION_TIMEOUT) and were answered from the database`
+          : ''),
     },
     {
       name: `no errors at ${opts.stressConnections} connections`,
@@ -312,8 +328,10 @@ export function formatReport(report: ShortenerBenchReport): string {
       { header: 'max ms', value: (r) => r.max, ...ms() },
       { header: 'requests', value: (r) => r.requests },
       { header: 'DB lookups', value: (r) => r.dbLookups },
+      { header: 'cache errors', value: (r) => r.storeErrors },
       { header: 'non-302', value: (r) => r.unexpected },
       { header: 'errors', value: (r) => r.errors + r.timeouts },
+      { header: 'load', value: (r) => r.loadAvg, digits: 1 },
     ],
     rows,
   );

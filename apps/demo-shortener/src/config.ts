@@ -105,7 +105,7 @@ export function resolveConfig(
     redisKeyPrefix: env.REDIS_KEY_PREFIX ?? 'shortener:',
     cacheTtlMs: duration(env, 'CACHE_TTL', '10m'),
     missCacheTtlMs: duration(env, 'MISS_CACHE_TTL', '30s'),
-    redisOperationTimeoutMs: duration(env, 'REDIS_OPERATION_TIMEOUT', '250ms'),
+    redisOperationTimeoutMs: duration(env, 'REDIS_OPERATION_TIMEOUT', '500ms'),
     redisCooldownMs: duration(env, 'REDIS_COOLDOWN', '1s'),
     redisConnectTimeoutMs: duration(env, 'REDIS_CONNECT_TIMEOUT', '2s'),
     codeStrategy: (env.CODE_STRATEGY || 'sequence').trim().toLowerCase() as CodeStrategyName,

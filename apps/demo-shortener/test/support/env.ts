@@ -61,7 +61,21 @@ export async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
 /** An initialized app (not listening) with test defaults under `config`. */
 export async function startApp(config: Partial<ShortenerConfig>): Promise<NestFastifyApplication> {
   const app = await createShortenerApp(
-    { publicBaseUrl: PUBLIC_BASE_URL, redisUrl: REDIS_URL, ...config },
+    {
+      // Fixed here, so that variables of the shell (CODE_STRATEGY, CACHE_TTL...) do not leak in.
+      publicBaseUrl: PUBLIC_BASE_URL,
+      redisUrl: REDIS_URL,
+      cacheEnabled: true,
+      codeStrategy: 'sequence',
+      cacheTtlMs: 60_000,
+      missCacheTtlMs: 30_000,
+      redisOperationTimeoutMs: 250,
+      redisCooldownMs: 1000,
+      healthTimeoutMs: 1000,
+      bodyLimit: 16 * 1024,
+      dbPoolSize: 10,
+      ...config,
+    },
     { logger: false },
   );
   await app.init();
