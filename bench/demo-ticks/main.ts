@@ -516,17 +516,32 @@ export function formatReport(r: DemoTicksBenchResult): string {
     rows,
   );
   const every = Math.max(1, Math.round(r.timeline.length / 15));
+  // Windows of `every` samples: mean rates, the last lag and pending, the highest RSS.
+  const windows: TimelineRow[] = [];
+  for (let i = 0; i < r.timeline.length; i += every) {
+    const w = r.timeline.slice(i, i + every);
+    const mean = (f: (x: TimelineRow) => number) => w.reduce((sum, x) => sum + f(x), 0) / w.length;
+    windows.push({
+      second: w[w.length - 1].second,
+      publishedPerS: mean((x) => x.publishedPerS),
+      handledPerS: mean((x) => x.handledPerS),
+      xackPerS: mean((x) => x.xackPerS),
+      lag: w[w.length - 1].lag,
+      pending: w[w.length - 1].pending,
+      rssMb: Math.max(...w.map((x) => x.rssMb)),
+    });
+  }
   const timeline = renderTable(
     [
-      { header: 's', value: (x: TimelineRow) => x.second },
+      { header: 'until s', value: (x: TimelineRow) => x.second },
       { header: 'published/s', value: (x) => Math.round(x.publishedPerS) },
       { header: 'handled/s', value: (x) => Math.round(x.handledPerS) },
-      { header: 'XACK/s', value: (x) => Math.round(x.xackPerS) },
+      { header: 'XACK/s', value: (x) => x.xackPerS, digits: 1 },
       { header: 'lag', value: (x) => x.lag },
       { header: 'pending', value: (x) => x.pending },
-      { header: 'RSS MB', value: (x) => Math.round(x.rssMb) },
+      { header: 'max RSS MB', value: (x) => Math.round(x.rssMb) },
     ],
-    r.timeline.filter((row, i) => i % every === every - 1 || i === r.timeline.length - 1),
+    windows,
   );
   return [
     `demo-ticks benchmark: ${r.options.symbols} symbols x ${r.options.ratePerSymbol}/s = ${r.targetRate} ticks/s for ${r.options.durationMs / 1000} s` +
@@ -537,7 +552,7 @@ export function formatReport(r: DemoTicksBenchResult): string {
     '',
     summary,
     '',
-    `timeline (every ${every} s):`,
+    `timeline (means over ${every} samples of ${r.options.sampleMs / 1000} s):`,
     timeline,
   ].join('\n');
 }
