@@ -22,7 +22,9 @@ async function main(): Promise<void> {
   const stop = (): void => void collector.stop();
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
-  const stats = await collector.start();
+  const running = collector.start();
+  process.send?.({ started: true });
+  const stats = await running;
   await app.close();
   process.stdout.write(`${JSON.stringify(stats)}\n`);
   process.send?.({ done: true, stats });
