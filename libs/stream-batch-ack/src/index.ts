@@ -28,6 +28,7 @@ export {
 } from './transport/redis-streams.events';
 export {
   type RedisStreamsClientOptions,
+  type RedisStreamsClusterConnection,
   type RedisStreamsServerOptions,
 } from './transport/redis-streams.options';
 export { REDIS_STREAMS_TRANSPORT, ServerRedisStreams } from './transport/server-redis-streams';
