@@ -488,7 +488,7 @@ export function formatReport(r: DemoTicksBenchResult): string {
       value:
         r.e2eP50SteadyMs === null
           ? '-'
-          : `${r.e2eP50SteadyMs.toFixed(1)} / ${r.e2eP99SteadyMs!.toFixed(1)}`,
+          : `${ms(r.e2eP50SteadyMs)} / ${ms(r.e2eP99SteadyMs!)}`,
       target: '-',
       met: '-',
     },
