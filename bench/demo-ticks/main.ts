@@ -485,10 +485,7 @@ export function formatReport(r: DemoTicksBenchResult): string {
     },
     {
       what: 'e2e latency p50 / p99, 2nd half of publishing (ms)',
-      value:
-        r.e2eP50SteadyMs === null
-          ? '-'
-          : `${ms(r.e2eP50SteadyMs)} / ${ms(r.e2eP99SteadyMs!)}`,
+      value: r.e2eP50SteadyMs === null ? '-' : `${ms(r.e2eP50SteadyMs)} / ${ms(r.e2eP99SteadyMs!)}`,
       target: '-',
       met: '-',
     },
