@@ -14,7 +14,7 @@ const ticksPort = process.env.TICKS_PORT ?? '3001';
 
 const processes = [
   { name: 'shortener', entry: 'apps/demo-shortener/src/main.ts', env: { PORT: shortenerPort } },
-  { name: 'ticks', entry: 'apps/demo-ticks/src/main.ts', env: { PORT: ticksPort } },
+  { name: 'ticks', entry: 'apps/demo-ticks/src/main.ts', env: { PORT: ticksPort, COLLECTOR: 'false' } },
   { name: 'collector', entry: 'apps/demo-ticks/src/collector.main.ts', env: {} },
 ];
 
@@ -66,7 +66,7 @@ setTimeout(() => {
       `    shorten:          curl -s -XPOST localhost:${shortenerPort}/urls -H 'content-type: application/json' -d '{"url":"https://nestjs.com"}'`,
       `    health, metrics:  http://127.0.0.1:${shortenerPort}/health  http://127.0.0.1:${shortenerPort}/metrics`,
       `  Ticks and candles   http://127.0.0.1:${ticksPort}/symbols`,
-      `    candles:          http://127.0.0.1:${ticksPort}/symbols/SYM000/candles?interval=1m&limit=5`,
+      `    candles:          http://127.0.0.1:${ticksPort}/symbols/SYM001/candles?interval=1m&limit=5`,
       `    health, metrics:  http://127.0.0.1:${ticksPort}/health  http://127.0.0.1:${ticksPort}/metrics`,
       '',
     ].join('\n') + '\n',
