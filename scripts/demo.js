@@ -14,7 +14,11 @@ const ticksPort = process.env.TICKS_PORT ?? '3001';
 
 const processes = [
   { name: 'shortener', entry: 'apps/demo-shortener/src/main.ts', env: { PORT: shortenerPort } },
-  { name: 'ticks', entry: 'apps/demo-ticks/src/main.ts', env: { PORT: ticksPort, COLLECTOR: 'false' } },
+  {
+    name: 'ticks',
+    entry: 'apps/demo-ticks/src/main.ts',
+    env: { PORT: ticksPort, COLLECTOR: 'false' },
+  },
   { name: 'collector', entry: 'apps/demo-ticks/src/collector.main.ts', env: {} },
 ];
 
@@ -47,9 +51,9 @@ function stop(code = 0) {
   stopping = true;
   for (const child of children) if (child.exitCode === null) child.kill('SIGTERM');
   setTimeout(() => process.exit(code), 5000).unref();
-  Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null ? r() : c.on('exit', r))))).then(
-    () => process.exit(code),
-  );
+  Promise.all(
+    children.map((c) => new Promise((r) => (c.exitCode !== null ? r() : c.on('exit', r)))),
+  ).then(() => process.exit(code));
 }
 process.on('SIGINT', () => stop(0));
 process.on('SIGTERM', () => stop(0));
