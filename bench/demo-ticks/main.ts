@@ -9,13 +9,18 @@
  *   --drain-timeout <s>  how long to wait for the consumer to catch up afterwards (default 120)
  *   --semi-space <MB>    V8 --max-semi-space-size of the consumer (default: V8's)
  *   --old-space <MB>     V8 --max-old-space-size of the consumer (default: V8's)
+ *   --from dist|src      run the `nest build demo-ticks` output (default; the benchmark builds it
+ *                        first) or the TypeScript sources through scripts/register-ts.js (whose
+ *                        TypeScript compiler adds 80-150 MB to the consumer's RSS)
+ *   --no-build           with --from dist: use the existing build
+ *   --cpu-prof <file>    write a V8 CPU profile of the consumer over the publishing period
  *   --json <file>        also write the results as JSON
  *   --keep               keep the Redis keys (default: delete them)
  *
  * The consumer (apps/demo-ticks/src/main.ts) and the collector (src/collector.main.ts) run as
  * two processes of their own; this process samples the consumer's RSS and /metrics each second.
  */
-import { ChildProcess, fork } from 'node:child_process';
+import { ChildProcess, fork, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -25,8 +30,23 @@ import { renderTable } from '../shared/table';
 
 const ROOT = join(__dirname, '..', '..');
 const REGISTER = join(ROOT, 'scripts', 'register-ts.js');
-const CONSUMER = join(ROOT, 'apps', 'demo-ticks', 'src', 'main.ts');
-const COLLECTOR = join(ROOT, 'apps', 'demo-ticks', 'src', 'collector.main.ts');
+const SOURCES = join(ROOT, 'apps', 'demo-ticks', 'src');
+/** `nest build demo-ticks` (tsc builder) nests its output: TOOLCHAIN pitfall 2. */
+const BUILT = join(ROOT, 'dist', 'apps', 'demo-ticks', 'apps', 'demo-ticks', 'src');
+const PROFILED = join(__dirname, 'cpu-profiled.js');
+
+function entries(from: 'dist' | 'src'): { consumer: string; collector: string } {
+  return from === 'dist'
+    ? { consumer: join(BUILT, 'main.js'), collector: join(BUILT, 'collector.main.js') }
+    : { consumer: join(SOURCES, 'main.ts'), collector: join(SOURCES, 'collector.main.ts') };
+}
+
+/** Builds the app with the Nest CLI (tsc builder); throws with its output when it fails. */
+export function buildDemoTicks(): void {
+  const run = spawnSync('npx', ['nest', 'build', 'demo-ticks'], { cwd: ROOT, encoding: 'utf8' });
+  if (run.status !== 0)
+    throw new Error(`nest build demo-ticks failed (${run.status}):\n${run.stdout}${run.stderr}`);
+}
 
 export interface DemoTicksBenchOptions {
   redisUrl: string;
@@ -38,6 +58,12 @@ export interface DemoTicksBenchOptions {
   semiSpaceMb: number;
   /** V8 --max-old-space-size (MB) of the consumer process; 0 = V8's default. */
   oldSpaceMb: number;
+  /** Run the built app (dist) or the TypeScript sources through register-ts (src). */
+  from: 'dist' | 'src';
+  /** With from = 'dist': build it first. */
+  build: boolean;
+  /** Write a CPU profile of the consumer (publishing period) to this file. */
+  cpuProfile?: string;
   sampleMs: number;
   keep: boolean;
   /** Print the report (default true). */
@@ -52,6 +78,8 @@ export const DEFAULT_OPTIONS: DemoTicksBenchOptions = {
   drainTimeoutMs: 120_000,
   semiSpaceMb: 0,
   oldSpaceMb: 0,
+  from: 'dist',
+  build: true,
   sampleMs: 1000,
   keep: false,
   print: true,
@@ -105,9 +133,11 @@ function startChild(
   file: string,
   env: Record<string, string>,
   execArgv: string[] = [],
+  profiled = false,
 ): ChildProcess {
-  return fork(file, [], {
-    execArgv: [...execArgv, '-r', REGISTER],
+  const ts = file.endsWith('.ts');
+  return fork(profiled ? PROFILED : file, profiled ? [file] : [], {
+    execArgv: [...execArgv, ...(ts ? ['-r', REGISTER] : [])],
     env: { ...process.env, ...env },
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
@@ -269,6 +299,8 @@ export async function runDemoTicksBench(
   const options = { ...DEFAULT_OPTIONS, ...partial };
   const prefix = `bench:demo-ticks:${randomBytes(4).toString('hex')}:`;
   const stream = `${prefix}ticks`;
+  if (options.from === 'dist' && options.build) buildDemoTicks();
+  const files = entries(options.from);
   const redis = new Redis(options.redisUrl);
   const children: ChildProcess[] = [];
   try {
@@ -286,12 +318,13 @@ export async function runDemoTicksBench(
       LOG_LEVEL: 'warn',
     };
     const consumer = startChild(
-      CONSUMER,
+      files.consumer,
       { ...common, COLLECTOR: 'false', HOST: '127.0.0.1', PORT: '0', TICKS_CONSUMER: 'bench' },
       [
         ...(options.semiSpaceMb > 0 ? [`--max-semi-space-size=${options.semiSpaceMb}`] : []),
         ...(options.oldSpaceMb > 0 ? [`--max-old-space-size=${options.oldSpaceMb}`] : []),
       ],
+      options.cpuProfile !== undefined,
     );
     children.push(consumer);
     const { url } = await nextMessage<{ url: string }>(consumer, 'the consumer');
@@ -299,7 +332,7 @@ export async function runDemoTicksBench(
 
     const xackServerBefore = await serverXacks(redis);
     const targetRate = options.symbols * options.ratePerSymbol;
-    const collector = startChild(COLLECTOR, {
+    const collector = startChild(files.collector, {
       ...common,
       COLLECTOR_SYMBOLS: String(options.symbols),
       COLLECTOR_RATE: String(options.ratePerSymbol),
@@ -318,6 +351,20 @@ export async function runDemoTicksBench(
       };
     }>(collector, 'the collector');
     const started = Date.now();
+    if (options.cpuProfile) consumer.send({ cpuProfileStart: true });
+    const profiled =
+      options.cpuProfile === undefined
+        ? undefined
+        : collectorDone.then(async () => {
+            const written = nextMessage<{ cpuProfileWritten?: string; cpuProfileError?: string }>(
+              consumer,
+              'the consumer',
+            );
+            consumer.send({ cpuProfile: options.cpuProfile });
+            const reply = await written;
+            if (reply.cpuProfileError) throw new Error(reply.cpuProfileError);
+          });
+    profiled?.catch(() => undefined);
 
     // Sample each second until the collector is done and the consumer has caught up.
     const timeline: TimelineRow[] = [];
@@ -362,6 +409,7 @@ export async function runDemoTicksBench(
       if (Date.now() > deadline) break;
     }
     if (!stats) stats = (await collectorDone).stats;
+    await profiled;
     const final = await scrape(url);
     const xackServer = (await serverXacks(redis)) - xackServerBefore;
     await stopChild(consumer);
@@ -550,7 +598,11 @@ export function formatReport(r: DemoTicksBenchResult): string {
     `demo-ticks benchmark: ${r.options.symbols} symbols x ${r.options.ratePerSymbol}/s = ${r.targetRate} ticks/s for ${r.options.durationMs / 1000} s` +
       (r.options.oldSpaceMb || r.options.semiSpaceMb
         ? ` (consumer V8 flags:${r.options.oldSpaceMb ? ` --max-old-space-size=${r.options.oldSpaceMb}` : ''}${r.options.semiSpaceMb ? ` --max-semi-space-size=${r.options.semiSpaceMb}` : ''})`
-        : ''),
+        : '') +
+      (r.options.from === 'dist'
+        ? '; consumer and collector: the nest build output (dist)'
+        : '; consumer and collector: TypeScript sources through scripts/register-ts.js') +
+      (r.options.cpuProfile ? `; CPU profile of the consumer: ${r.options.cpuProfile}` : ''),
     formatEnvInfo(r.env),
     '',
     summary,
@@ -588,6 +640,13 @@ export function parseDemoTicksArgs(argv: string[]): {
     const value = () => inline ?? argv[++i] ?? usage(`${flag} needs a value`);
     if (flag === '--json') json = value();
     else if (flag === '--keep') options.keep = true;
+    else if (flag === '--no-build') options.build = false;
+    else if (flag === '--cpu-prof') options.cpuProfile = value();
+    else if (flag === '--from') {
+      const from = value();
+      if (from !== 'dist' && from !== 'src') usage('--from is dist or src');
+      options.from = from;
+    }
     else if (flag === '--demo')
       continue; // accepted when run through bench:ticks -- --demo
     else if (flag in numbers) {

@@ -13,10 +13,7 @@ import { IdempotencyStore, RedisStreamsModule, ServerRedisStreams } from '@app/s
 import { CandleStore } from './candles/candle-store';
 import { CollectorModule } from './collector/collector.module';
 import { TicksConfig } from './config';
-import {
-  CountingIdempotencyStore,
-  createTicksConsumerController,
-} from './consumer/ticks-consumer.controller';
+import { createTicksConsumerController } from './consumer/ticks-consumer.controller';
 import { TicksMetrics } from './consumer/ticks.metrics';
 import { HealthController } from './http/health.controller';
 import { MetricsController } from './http/metrics.controller';
@@ -98,11 +95,10 @@ export class TicksAppModule {
         },
         { provide: TicksMetrics, useFactory: () => new TicksMetrics() },
         {
-          // Used by @Idempotent() on the consumer: this module's provider wins over the global one.
+          // The consumer's in-process LRU of handled entry ids (this module's provider wins over
+          // the global one of RedisStreamsModule).
           provide: IdempotencyStore,
-          inject: [TicksMetrics],
-          useFactory: (metrics: TicksMetrics) =>
-            new CountingIdempotencyStore(config.idempotency, metrics),
+          useFactory: () => new IdempotencyStore({ idempotency: config.idempotency }),
         },
         CandleStoreLifecycle,
       ],

@@ -30,7 +30,7 @@ export class TicksMetrics {
     });
     this.duplicatesSkipped = new Counter({
       name: 'ticks_duplicates_skipped_total',
-      help: 'Deliveries of a stream entry already applied: layer "memory" = in-process LRU of @Idempotent(), "redis" = applied-id set checked atomically with the candle update.',
+      help: 'Deliveries of a stream entry already applied: layer "memory" = in-process LRU of handled entry ids (IdempotencyStore), "redis" = applied-id set checked atomically with the candle update.',
       labelNames: ['layer'],
       registers,
     });

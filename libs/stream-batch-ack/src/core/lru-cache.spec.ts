@@ -52,4 +52,42 @@ describe('LruCache (fake clock)', () => {
     expect(cache.delete('k')).toBe(true);
     expect(cache.size).toBe(0);
   });
+
+  it('keeps the order of a plain reference model through thousands of random operations', () => {
+    const clock = new ManualClock();
+    const cache = new LruCache<number>({ maxSize: 50, ttlMs: 1_000_000, clock });
+    const model: [string, number][] = []; // least recently used first
+    let seed = 42;
+    const random = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    for (let i = 0; i < 20_000; i++) {
+      const key = `k${random(120)}`;
+      const at = model.findIndex(([k]) => k === key);
+      const op = random(3);
+      if (op === 0) {
+        cache.set(key, i);
+        if (at >= 0) model.splice(at, 1);
+        model.push([key, i]);
+        if (model.length > 50) model.shift();
+      } else if (op === 1) {
+        const expected = at >= 0 ? model[at][1] : undefined;
+        expect(cache.get(key)).toBe(expected);
+        if (at >= 0) model.push(...model.splice(at, 1));
+      } else {
+        expect(cache.delete(key)).toBe(at >= 0);
+        if (at >= 0) model.splice(at, 1);
+      }
+      expect(cache.size).toBe(model.length);
+    }
+    // Evict everything by inserting fresh keys: the survivors go in the model's order.
+    const survivors = model.map(([k]) => k);
+    for (let n = 0; cache.size < 50; n++) cache.set(`fill${n}`, -1);
+    for (let j = 0; j < survivors.length; j++) {
+      cache.set(`fresh${j}`, -1);
+      expect(cache.size).toBe(50);
+      expect(cache.get(survivors[j])).toBeUndefined();
+    }
+  });
 });

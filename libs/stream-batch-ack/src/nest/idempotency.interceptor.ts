@@ -6,8 +6,7 @@ import {
   Optional,
 } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { concat, defer, EMPTY, from, Observable, of, throwError } from 'rxjs';
-import { catchError, mergeMap } from 'rxjs/operators';
+import { Observable, Subscription } from 'rxjs';
 import { RedisStreamsContext } from '../transport/redis-streams.context';
 import type { IdempotentOptions } from './idempotent.decorator';
 import { IDEMPOTENT_METADATA } from './redis-streams.constants';
@@ -55,25 +54,58 @@ export class IdempotencyInterceptor implements NestInterceptor {
     else return next.handle();
     if (streamsCtx) key = `${streamsCtx.group}:${key}`;
 
-    return from(this.store.begin(key, options.lockMs)).pipe(
-      mergeMap(({ state, token }) => {
-        if (state === 'done') return of(undefined);
-        if (state === 'processing') {
-          streamsCtx?.skipAck();
-          return of(undefined);
-        }
-        return concat(
-          next.handle(),
-          defer(() => from(this.store.complete(key, options.ttlMs))).pipe(mergeMap(() => EMPTY)),
-        ).pipe(
-          catchError((err) => {
-            if (streamsCtx && !streamsCtx.hasError()) streamsCtx.setError(err);
-            return from(this.store.fail(key, token).catch(() => undefined)).pipe(
-              mergeMap(() => throwError(() => err)),
-            );
-          }),
-        );
-      }),
-    );
+    return this.run(key, options, next, streamsCtx);
+  }
+
+  /**
+   * begin -> handler -> complete (or fail on any error), as one hand-written Observable: this runs
+   * once per message, and a chain of rxjs operators (from, mergeMap, concat, defer, catchError)
+   * costs several subscribers and closures per message on a hot consumer.
+   */
+  private run(
+    key: string,
+    options: IdempotentOptions,
+    next: CallHandler,
+    streamsCtx: RedisStreamsContext | undefined,
+  ): Observable<unknown> {
+    const store = this.store;
+    return new Observable<unknown>((subscriber) => {
+      let inner: Subscription | undefined;
+      let token: string | undefined;
+      const fail = (err: unknown): void => {
+        if (streamsCtx && !streamsCtx.hasError()) streamsCtx.setError(err);
+        store
+          .fail(key, token)
+          .catch(() => undefined)
+          .then(() => subscriber.error(err));
+      };
+      store.begin(key, options.lockMs).then(
+        (begun) => {
+          if (subscriber.closed) return;
+          if (begun.state !== 'acquired') {
+            if (begun.state === 'processing') streamsCtx?.skipAck();
+            subscriber.next(undefined);
+            subscriber.complete();
+            return;
+          }
+          token = begun.token;
+          inner = next.handle().subscribe({
+            next: (value) => subscriber.next(value),
+            error: fail,
+            complete: () => {
+              let completed: Promise<void>;
+              try {
+                completed = store.complete(key, options.ttlMs);
+              } catch (err) {
+                completed = Promise.reject(err);
+              }
+              completed.then(() => subscriber.complete(), fail);
+            },
+          });
+        },
+        (err: unknown) => subscriber.error(err),
+      );
+      return () => inner?.unsubscribe();
+    });
   }
 }

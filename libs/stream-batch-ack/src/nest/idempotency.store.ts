@@ -23,6 +23,8 @@ export interface IdempotencyOptions {
 export type IdempotencyState = 'acquired' | 'processing' | 'done';
 
 const DONE = 'done';
+/** Tokens of an L1-only store need only be unique within the process. */
+let localTokens = 0;
 
 /** L1 (in-process LRU with TTL) in front of an optional L2 (Redis), keyed by idempotency key. */
 @Injectable()
@@ -71,9 +73,13 @@ export class IdempotencyStore implements OnModuleDestroy {
     const local = this.l1.get(key);
     if (local === DONE) return { state: 'done' };
     if (local !== undefined) return { state: 'processing' };
+    if (!this.redis) {
+      const token = `p:${++localTokens}`;
+      this.l1.set(key, token, lockMs);
+      return { state: 'acquired', token };
+    }
     const token = `p:${randomUUID()}`;
     this.l1.set(key, token, lockMs);
-    if (!this.redis) return { state: 'acquired', token };
     try {
       const ok = await this.redis.set(this.keyPrefix + key, token, 'PX', lockMs, 'NX');
       if (ok === 'OK') return { state: 'acquired', token };
