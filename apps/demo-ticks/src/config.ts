@@ -106,7 +106,7 @@ export function loadTicksConfig(env: Env = process.env): TicksConfig {
     keyPrefix: str(env, 'TICKS_KEY_PREFIX', 'ticks:'),
     read: { count: int(env, 'READ_COUNT', 500, 1), blockMs: int(env, 'READ_BLOCK_MS', 100, 1) },
     ack: {
-      batchSize: int(env, 'ACK_BATCH_SIZE', 500, 1),
+      batchSize: int(env, 'ACK_BATCH_SIZE', 1000, 1),
       intervalMs: int(env, 'ACK_INTERVAL_MS', 50, 1),
       maxPending: int(env, 'ACK_MAX_PENDING', 50_000, 1),
     },
