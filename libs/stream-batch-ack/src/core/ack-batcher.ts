@@ -2,6 +2,9 @@ import { BackoffOptions, backoffDelay } from './backoff';
 import { Clock, systemClock } from './clock';
 import { AckFlushError } from './errors';
 
+/** Ids per XACK when flushing at close (see flushStream). */
+const CLOSE_CHUNK = 1000;
+
 /** Sends one acknowledgement command for `ids` of `stream` (e.g. `XACK stream group ...ids`). */
 export type AckFlushFn = (stream: string, ids: string[]) => Promise<unknown>;
 
@@ -199,7 +202,11 @@ export class AckBatcher {
     let owed = all ? q.ids.length : 0;
     const run = (async () => {
       while (q.ids.length > 0) {
-        const chunk = q.ids.peek(this.batchSize);
+        // At close, what is left goes in large XACKs: a small batchSize must not turn a
+        // shutdown into thousands of round trips that outlast the shutdown timeout.
+        const chunk = q.ids.peek(
+          this.closing ? Math.max(this.batchSize, CLOSE_CHUNK) : this.batchSize,
+        );
         try {
           await this.flushFn(stream, chunk);
         } catch (err) {
