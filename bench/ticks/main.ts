@@ -15,6 +15,7 @@
  *                              (INFO commandstats is server-wide: other clients' commands then count too)
  *   --cpu-prof <dir>           run the consumers with node --cpu-prof, profiles written to <dir>
  *   --json <file>              also write every number as JSON
+ *   --demo [options]           instead: the demo-ticks app at 10,000 ticks/s (options in bench/demo-ticks/main.ts)
  *
  * By default the benchmark starts its OWN redis-server on a free port (and ignores REDIS_URL), so
  * that the command counts come from this benchmark only.
@@ -514,6 +515,14 @@ export async function runTicksBench(o: TicksBenchOptions): Promise<{ env: EnvInf
 }
 
 async function main(): Promise<void> {
+  if (process.argv.includes('--demo')) {
+    // `npm run bench:ticks -- --demo [options]`: the demo app at 10,000 ticks/s (bench/demo-ticks).
+    const demo = await import('../demo-ticks/main');
+    const { options, json } = demo.parseDemoTicksArgs(process.argv.slice(2));
+    const result = await demo.runDemoTicksBench(options);
+    if (json) writeFileSync(json, `${JSON.stringify(result, null, 2)}\n`);
+    return;
+  }
   const o = parseArgs(process.argv.slice(2));
   const report = await runTicksBench(o);
   if (o.json) {
