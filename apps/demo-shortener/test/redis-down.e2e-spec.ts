@@ -2,7 +2,7 @@ import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import { dbLookups, repositoryOf, runId, startApp, tempSqlite, waitFor } from './support/env';
-import { ThrowawayRedis } from './support/throwaway-redis';
+import { ThrowawayRedis } from '../../../test/support/throwaway-redis';
 
 /**
  * Redis dies (SIGKILL of a redis-server this test started): redirects keep working from the
@@ -48,7 +48,7 @@ describe('shortener: Redis killed and restarted', () => {
     expect((await dbLookups(app)) - before).toBe(1);
     await http.get('/health').expect(200);
 
-    await server.kill();
+    await server.stop();
 
     // Every redirect still answers 302 from the database, each well within a second
     // (no per-request connect timeout: the store fails fast while the connection is down).

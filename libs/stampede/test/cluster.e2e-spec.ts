@@ -9,7 +9,7 @@ import {
   StampedeService,
   XFetch,
 } from '@app/stampede';
-import { ThrowawayCluster } from './support/cluster';
+import { ThrowawayCluster } from '../../../test/support/throwaway-cluster';
 import { delay } from './support/redis';
 
 const loads = new Map<string, number>();

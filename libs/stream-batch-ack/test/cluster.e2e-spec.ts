@@ -4,7 +4,7 @@ import { Test } from '@nestjs/testing';
 import { Cluster } from 'ioredis';
 import { keySlot } from '../src/redis/keys';
 import { RedisStreamsContext, ServerRedisStreams } from '@app/stream-batch-ack';
-import { ThrowawayCluster } from './support/cluster';
+import { ThrowawayCluster } from '../../../test/support/throwaway-cluster';
 import { startMicroservice, waitFor } from './support/helpers';
 
 // A 3-master Redis Cluster of its own: streams in different hash slots are read by one blocking

@@ -1,92 +1,15 @@
-import { ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import net from 'node:net';
+import { ThrowawayRedis } from '../../../../test/support/throwaway-redis';
+
+export { freePort, ping, redisServerBin } from '../../../../test/support/throwaway-redis';
 
 /** A throwaway redis-server (no persistence) on a free loopback port, owned by one test file. */
 export interface DedicatedRedis {
   port: number;
   url: string;
-  process: ChildProcess;
   stop(): Promise<void>;
 }
 
-export function redisServerBin(): string {
-  if (process.env.REDIS_SERVER_BIN && existsSync(process.env.REDIS_SERVER_BIN))
-    return process.env.REDIS_SERVER_BIN;
-  const found = spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' });
-  if (found.status === 0 && found.stdout.trim()) return found.stdout.trim();
-  throw new Error(
-    'redis-server not found: install it (apt-get install redis-server) or set REDIS_SERVER_BIN.',
-  );
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
 export async function startRedisServer(): Promise<DedicatedRedis> {
-  const port = await freePort();
-  const child = spawn(
-    redisServerBin(),
-    [
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--protected-mode',
-      'no',
-    ],
-    {
-      stdio: 'ignore',
-    },
-  );
-  const url = `redis://127.0.0.1:${port}`;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const deadline = Date.now() + 10_000;
-  while (!(await ping(port))) {
-    if (Date.now() > deadline || child.exitCode !== null) {
-      child.kill('SIGKILL');
-      throw new Error(`redis-server did not start on port ${port}`);
-    }
-    await new Promise((r) => setTimeout(r, 30));
-  }
-  return {
-    port,
-    url,
-    process: child,
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      await exited;
-    },
-  };
-}
-
-/** True when something answers PING with +PONG on 127.0.0.1:port (raw socket: leaves no client behind). */
-export function ping(port: number, timeoutMs = 500): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ host: '127.0.0.1', port });
-    let buf = '';
-    const done = (ok: boolean) => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.setTimeout(timeoutMs, () => done(false));
-    socket.on('error', () => done(false));
-    socket.on('connect', () => socket.write('PING\r\n'));
-    socket.on('data', (d) => {
-      buf += d.toString();
-      if (buf.includes('\r\n')) done(buf.startsWith('+PONG'));
-    });
-  });
+  const server = await ThrowawayRedis.start();
+  return { port: server.port, url: server.url, stop: () => server.destroy() };
 }

@@ -1,17 +1,17 @@
 import { ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
-import { freePort, ping, redisServerBin } from './redis-server';
+import { freePort, redisServerBin, waitForRedis } from './throwaway-redis';
 
 const run = promisify(execFile);
 
-/** A throwaway 3-master Redis Cluster on loopback (redis-server + redis-cli --cluster create). */
+/** A throwaway 3-master Redis Cluster on loopback, made with redis-server and redis-cli. */
 export class ThrowawayCluster {
   private readonly children: ChildProcess[] = [];
-  private readonly dir = mkdtempSync(join(tmpdir(), 'sba-cluster-'));
+  private readonly dir = mkdtempSync(join(tmpdir(), 'throwaway-cluster-'));
   readonly ports: number[] = [];
 
   static async start(): Promise<ThrowawayCluster> {
@@ -25,10 +25,6 @@ export class ThrowawayCluster {
     return cluster;
   }
 
-  get nodes(): { host: string; port: number }[] {
-    return this.ports.map((port) => ({ host: '127.0.0.1', port }));
-  }
-
   private async boot(): Promise<void> {
     const bin = redisServerBin();
     for (let i = 0; i < 3; i++) {
@@ -37,22 +33,16 @@ export class ThrowawayCluster {
       // prettier-ignore
       this.children.push(spawn(bin, [
         '--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes',
-        '--cluster-config-file', join(this.dir, `nodes-${port}.conf`),
-        '--save', '', '--appendonly', 'no', '--dir', this.dir,
+        '--cluster-config-file', join(this.dir, `nodes-${port}.conf`), '--save', '', '--appendonly', 'no', '--dir', this.dir,
       ], { stdio: 'ignore' }));
     }
-    for (const port of this.ports) {
-      const deadline = Date.now() + 10_000;
-      while (!(await ping(port))) {
-        if (Date.now() > deadline) throw new Error(`cluster node ${port} did not start`);
-        await new Promise((r) => setTimeout(r, 30));
-      }
-    }
-    const cli = bin.includes('/') ? join(dirname(bin), 'redis-cli') : 'redis-cli';
-    await run(cli, [
+    for (const port of this.ports) await waitForRedis(port);
+    const cli = join(bin, '..', 'redis-cli');
+    const nodes = this.ports.map((p) => `127.0.0.1:${p}`);
+    await run(cli.includes('/') ? cli : 'redis-cli', [
       '--cluster',
       'create',
-      ...this.ports.map((p) => `127.0.0.1:${p}`),
+      ...nodes,
       '--cluster-replicas',
       '0',
       '--cluster-yes',
@@ -60,14 +50,16 @@ export class ThrowawayCluster {
     for (const port of this.ports) {
       const probe = new Redis(port, '127.0.0.1');
       try {
-        for (let i = 0; i < 200; i++) {
-          if ((await probe.cluster('INFO')).includes('cluster_state:ok')) break;
+        for (let i = 0; i < 200 && !(await probe.cluster('INFO')).includes('cluster_state:ok'); i++)
           await new Promise((r) => setTimeout(r, 50));
-        }
       } finally {
         probe.disconnect();
       }
     }
+  }
+
+  get nodes(): { host: string; port: number }[] {
+    return this.ports.map((port) => ({ host: '127.0.0.1', port }));
   }
 
   async destroy(): Promise<void> {
@@ -75,7 +67,7 @@ export class ThrowawayCluster {
       this.children.map(
         (child) =>
           new Promise<void>((resolve) => {
-            if (child.exitCode !== null || child.signalCode !== null) return resolve();
+            if (child.exitCode !== null) return resolve();
             child.once('exit', () => resolve());
             child.kill('SIGKILL');
           }),
