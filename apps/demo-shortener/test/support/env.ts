@@ -3,7 +3,6 @@ import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { Redis } from 'ioredis';
 import { Client } from 'pg';
 import { createShortenerApp } from '../../src/app.factory';
 import type { ShortenerConfig } from '../../src/config';
@@ -49,14 +48,7 @@ export async function requirePostgres(): Promise<void> {
   }
 }
 
-export async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length) await redis.del(...keys);
-  } while (cursor !== '0');
-}
+export { deleteKeys } from '../../../../test/support/redis';
 
 /** An initialized app (not listening) with test defaults under `config`. */
 export async function startApp(config: Partial<ShortenerConfig>): Promise<NestFastifyApplication> {

@@ -1,11 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { loadTicksConfig, TicksConfig } from '../../src/config';
 
-export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+import { REDIS_URL } from '../../../../test/support/redis';
+
+export { REDIS_URL };
+export { deleteKeys } from '../../../../test/support/redis';
+export { freePort } from '../../../../test/support/throwaway-redis';
+export { sleep, waitFor } from '../../../../test/support/wait';
+
 export const FIXTURE = join(__dirname, '..', 'fixtures', 'ticks.jsonl');
 export const REGISTER_TS = join(__dirname, '..', '..', '..', '..', 'scripts', 'register-ts.js');
 export const MAIN_TS = join(__dirname, '..', '..', 'src', 'main.ts');
@@ -20,43 +25,6 @@ export interface FixtureTick {
 /** A key prefix of this test file alone; cleanup deletes only keys under it. */
 export function randomPrefix(name: string): string {
   return `test:demo-ticks:${name}:${randomBytes(4).toString('hex')}:`;
-}
-
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-export async function waitFor(
-  what: string,
-  check: () => boolean | Promise<boolean>,
-  timeoutMs = 15_000,
-  everyMs = 20,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline)
-      throw new Error(`Timed out after ${timeoutMs} ms waiting for: ${what}`);
-    await sleep(everyMs);
-  }
-}
-
-export async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.del(...keys);
-  } while (cursor !== '0');
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address();
-      srv.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
 }
 
 /** Environment of a test app: its own stream, group and keys under `prefix`, HTTP on a free port. */

@@ -4,41 +4,12 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { RedisStreamsServerOptions, ServerRedisStreams } from '@app/stream-batch-ack';
 
-export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+export { REDIS_URL, deleteKeys } from '../../../../test/support/redis';
+export { sleep, waitFor } from '../../../../test/support/wait';
 
 /** A key prefix of its own for each test file (and test). */
 export function randomPrefix(name: string): string {
   return `sba-test:${name}:${randomBytes(4).toString('hex')}:`;
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** Polls `check` until it returns true, or fails with `what` after `timeoutMs`. */
-export async function waitFor(
-  what: string,
-  check: () => boolean | Promise<boolean>,
-  timeoutMs = 10_000,
-  everyMs = 20,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline)
-      throw new Error(`Timed out after ${timeoutMs} ms waiting for: ${what}`);
-    await sleep(everyMs);
-  }
-}
-
-/** Deletes the keys of one prefix only (never FLUSHDB). */
-export async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
-    cursor = next;
-    if (keys.length > 0) await redis.del(...keys);
-  } while (cursor !== '0');
 }
 
 export async function xackCalls(redis: Redis): Promise<number> {
