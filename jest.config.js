@@ -1,6 +1,7 @@
 /** One jest config for the whole monorepo: unit specs (pure code) and e2e specs (real Redis). */
 const moduleNameMapper = {
-  '^@app/(stampede|stream-batch-ack)(|/.*)$': '<rootDir>/libs/$1/src$2',
+  // The packages' names point at their sources: no build step before the tests.
+  '^@nest-redis-resilience/(stampede|stream-batch-ack)(|/health)$': '<rootDir>/libs/$1/src$2',
 };
 const transform = {
   '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.json' }],
@@ -9,6 +10,8 @@ const common = {
   rootDir: __dirname,
   moduleFileExtensions: ['js', 'json', 'ts'],
   testEnvironment: 'node',
+  // Built output (the packages' dist/, the apps' dist/) is never what a test imports.
+  modulePathIgnorePatterns: ['<rootDir>/dist/', '<rootDir>/libs/[^/]+/dist/'],
   transform,
   moduleNameMapper,
 };
@@ -29,6 +32,7 @@ module.exports = {
         '<rootDir>/apps/**/test/**/*.e2e-spec.ts',
         '<rootDir>/bench/**/*.e2e-spec.ts',
         '<rootDir>/examples/**/*.e2e-spec.ts',
+        '<rootDir>/test/**/*.e2e-spec.ts',
       ],
     },
   ],

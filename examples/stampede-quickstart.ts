@@ -1,5 +1,5 @@
 /*
- * Runnable tour of @app/stampede:  npm run example:stampede
+ * Runnable tour of @nest-redis-resilience/stampede:  npm run example:stampede
  * (uses REDIS_URL, or 127.0.0.1:6379, or starts a throwaway redis-server)
  */
 import 'reflect-metadata';
@@ -10,11 +10,14 @@ import {
   DistLock,
   JitterTtl,
   SingleFlight,
-  StampedeHealthIndicator,
   StampedeModule,
   StampedeService,
   XFetch,
-} from '@app/stampede';
+} from '@nest-redis-resilience/stampede';
+import {
+  StampedeHealthIndicator,
+  StampedeHealthModule,
+} from '@nest-redis-resilience/stampede/health';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -52,6 +55,7 @@ export class ProductService {
       keyPrefix: 'example:',
       defaultTtl: '1m',
     }),
+    StampedeHealthModule, // optional: needs @nestjs/terminus
   ],
   providers: [ProductService],
 })

@@ -2,7 +2,8 @@
  * Lets plain `node` run this repository's TypeScript (tests' worker processes, benchmarks):
  *   node -r ./scripts/register-ts.js some-file.ts
  * Transpiles each .ts file with the project's compiler options (decorator metadata included,
- * no type check: `npm run typecheck` does that) and resolves the `@app/...` aliases.
+ * no type check: `npm run typecheck` does that) and maps the packages' names
+ * (`@nest-redis-resilience/...`) to their sources, so nothing needs building first.
  */
 const fs = require('node:fs');
 const path = require('node:path');
@@ -20,7 +21,7 @@ require.extensions['.ts'] = (module, filename) => {
   module._compile(outputText, filename);
 };
 
-const alias = /^@app\/(stampede|stream-batch-ack)(\/.*)?$/;
+const alias = /^@nest-redis-resilience\/(stampede|stream-batch-ack)(\/health)?$/;
 const resolve = Module._resolveFilename;
 Module._resolveFilename = function (request, ...rest) {
   const match = alias.exec(request);

@@ -20,8 +20,8 @@ import {
   StampedeModule,
   StampedeService,
   XFetch,
-} from '@app/stampede';
-import { shouldRecomputeEarly } from '@app/stampede/core/xfetch';
+} from '@nest-redis-resilience/stampede';
+import { shouldRecomputeEarly } from '../../libs/stampede/src/core/xfetch';
 
 export const LIBRARY_PATTERNS = [
   'naive',

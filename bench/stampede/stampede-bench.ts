@@ -1,6 +1,6 @@
 /*
  * The cache-stampede benchmark (issue 3): the article's cliff experiment plus steady (Poisson)
- * and snowstorm scenarios, against a real Redis, with @app/stampede. Entry point: main.ts.
+ * and snowstorm scenarios, against a real Redis, with @nest-redis-resilience/stampede. Entry point: main.ts.
  */
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';

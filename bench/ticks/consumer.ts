@@ -13,7 +13,7 @@ import { Controller, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { EventPattern, Payload } from '@nestjs/microservices';
 import { Redis } from 'ioredis';
-import { ServerRedisStreams } from '@app/stream-batch-ack';
+import { ServerRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
 import { ChildMessage, ConsumerConfig, ParentMessage, Tick } from './protocol';
 import { Recorder } from './recorder';
 

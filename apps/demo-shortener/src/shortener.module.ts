@@ -1,6 +1,7 @@
 import { DynamicModule, Inject, Injectable, Module, OnApplicationShutdown } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
-import { StampedeModule } from '@app/stampede';
+import { StampedeHealthModule } from '@nest-redis-resilience/stampede/health';
+import { StampedeModule } from '@nest-redis-resilience/stampede';
 import type { ShortenerConfig } from './config';
 import { createUrlRepository } from './db/repository.factory';
 import type { UrlRepository } from './db/url-repository';
@@ -30,6 +31,7 @@ export class ShortenerModule {
       module: ShortenerModule,
       imports: [
         TerminusModule.forRoot({ logger: false }),
+        StampedeHealthModule,
         StampedeModule.forRoot({
           // Without the cache the module still runs (in-memory store), but nothing calls it.
           redis: config.cacheEnabled ? config.redisUrl : undefined,

@@ -1,7 +1,7 @@
 import { INestApplication, LogLevel } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { MicroserviceOptions } from '@nestjs/microservices';
-import { ServerRedisStreams } from '@app/stream-batch-ack';
+import { ServerRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
 import { CandleStore } from './candles/candle-store';
 import { CollectorService } from './collector/collector.service';
 import { TicksConfig } from './config';

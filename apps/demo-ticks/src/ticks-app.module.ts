@@ -8,8 +8,13 @@ import {
   OnModuleDestroy,
 } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
+import { RedisStreamsHealthModule } from '@nest-redis-resilience/stream-batch-ack/health';
 import { Redis } from 'ioredis';
-import { IdempotencyStore, RedisStreamsModule, ServerRedisStreams } from '@app/stream-batch-ack';
+import {
+  IdempotencyStore,
+  RedisStreamsModule,
+  ServerRedisStreams,
+} from '@nest-redis-resilience/stream-batch-ack';
 import { CandleStore } from './candles/candle-store';
 import { CollectorModule } from './collector/collector.module';
 import { TicksConfig } from './config';
@@ -61,6 +66,7 @@ export class TicksAppModule {
       module: TicksAppModule,
       imports: [
         TerminusModule,
+        RedisStreamsHealthModule,
         RedisStreamsModule.forRoot({
           captureErrors: false,
           idempotency: { ttlMs: config.idempotency.ttlMs, maxSize: config.idempotency.maxSize },

@@ -1,6 +1,5 @@
 export { StampedeModule } from './nest/stampede.module';
 export { StampedeService } from './nest/stampede.service';
-export { StampedeHealthIndicator } from './nest/stampede.health';
 export { Cacheable, DistLock, JitterTtl, SingleFlight, XFetch } from './nest/stampede.decorators';
 export type { CacheableOptions } from './nest/stampede.decorators';
 export type { StampedeModuleOptions } from './nest/stampede.options';

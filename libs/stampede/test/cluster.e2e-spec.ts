@@ -8,7 +8,7 @@ import {
   StampedeModule,
   StampedeService,
   XFetch,
-} from '@app/stampede';
+} from '@nest-redis-resilience/stampede';
 import { ThrowawayCluster } from '../../../test/support/throwaway-cluster';
 import { delay } from './support/redis';
 

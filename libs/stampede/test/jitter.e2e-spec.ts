@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Test, TestingModule } from '@nestjs/testing';
 import { Redis } from 'ioredis';
-import { Cacheable, JitterTtl, StampedeModule } from '@app/stampede';
+import { Cacheable, JitterTtl, StampedeModule } from '@nest-redis-resilience/stampede';
 import { REDIS_URL, deleteKeys, uniquePrefix } from './support/redis';
 
 const TTL = 100_000;

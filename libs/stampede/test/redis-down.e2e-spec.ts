@@ -5,10 +5,13 @@ import {
   Cacheable,
   DistLock,
   SingleFlight,
-  StampedeHealthIndicator,
   StampedeModule,
   StampedeService,
-} from '@app/stampede';
+} from '@nest-redis-resilience/stampede';
+import {
+  StampedeHealthIndicator,
+  StampedeHealthModule,
+} from '@nest-redis-resilience/stampede/health';
 import { ThrowawayRedis, delay } from './support/redis';
 
 @Injectable()
@@ -35,7 +38,10 @@ describe('Redis stopped and restarted (a redis-server of this test)', () => {
   beforeAll(async () => {
     server = await ThrowawayRedis.start();
     moduleRef = await Test.createTestingModule({
-      imports: [StampedeModule.forRoot({ redis: server.url, operationTimeout: 200 })],
+      imports: [
+        StampedeModule.forRoot({ redis: server.url, operationTimeout: 200 }),
+        StampedeHealthModule,
+      ],
       providers: [UserService],
     }).compile();
     await moduleRef.init();

@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { RedisStore } from '@app/stampede';
+import { RedisStore } from '@nest-redis-resilience/stampede';
 import { REDIS_URL, deleteKeys, uniquePrefix } from './support/redis';
 
 describe('RedisStore lock and notification (inspects Redis keys)', () => {

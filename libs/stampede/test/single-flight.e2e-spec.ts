@@ -1,7 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { Test, TestingModule } from '@nestjs/testing';
 import { Redis } from 'ioredis';
-import { Cacheable, SingleFlight, StampedeModule, StampedeService } from '@app/stampede';
+import {
+  Cacheable,
+  SingleFlight,
+  StampedeModule,
+  StampedeService,
+} from '@nest-redis-resilience/stampede';
 import { REDIS_URL, delay, deleteKeys, uniquePrefix } from './support/redis';
 
 @Injectable()

@@ -9,7 +9,7 @@ import {
   STAMPEDE_STORE,
   StampedeModule,
   StampedeStore,
-} from '@app/stampede';
+} from '@nest-redis-resilience/stampede';
 import { REDIS_URL, delay } from './support/redis';
 
 @Injectable()

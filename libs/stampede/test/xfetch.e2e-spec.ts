@@ -8,7 +8,7 @@ import {
   StampedeModule,
   StampedeService,
   XFetch,
-} from '@app/stampede';
+} from '@nest-redis-resilience/stampede';
 import { REDIS_URL, delay, deleteKeys, uniquePrefix } from './support/redis';
 
 const TTL = 2000;

@@ -41,8 +41,4 @@ export {
 export { Idempotent, type IdempotentOptions } from './nest/idempotent.decorator';
 export { RedisStreamsErrorInterceptor } from './nest/redis-streams-error.interceptor';
 export { IDEMPOTENT_METADATA } from './nest/redis-streams.constants';
-export {
-  RedisStreamsHealthIndicator,
-  type RedisStreamsHealthOptions,
-} from './nest/redis-streams.health';
 export { RedisStreamsModule, type RedisStreamsModuleOptions } from './nest/redis-streams.module';

@@ -1,7 +1,7 @@
 import { Controller, INestMicroservice } from '@nestjs/common';
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { Redis } from 'ioredis';
-import { RedisStreamsContext, ServerRedisStreams } from '@app/stream-batch-ack';
+import { RedisStreamsContext, ServerRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
 import { DedicatedRedis, startRedisServer } from './support/redis-server';
 import {
   pendingCount,

@@ -3,7 +3,7 @@ import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { Cluster } from 'ioredis';
 import { keySlot } from '../src/redis/keys';
-import { RedisStreamsContext, ServerRedisStreams } from '@app/stream-batch-ack';
+import { RedisStreamsContext, ServerRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
 import { ThrowawayCluster } from '../../../test/support/throwaway-cluster';
 import { startMicroservice, waitFor } from './support/helpers';
 

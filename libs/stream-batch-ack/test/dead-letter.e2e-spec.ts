@@ -4,7 +4,11 @@ import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
-import { ClientRedisStreams, RedisStreamsContext, RedisStreamsModule } from '@app/stream-batch-ack';
+import {
+  ClientRedisStreams,
+  RedisStreamsContext,
+  RedisStreamsModule,
+} from '@nest-redis-resilience/stream-batch-ack';
 import {
   deleteKeys,
   pendingCount,

@@ -9,7 +9,7 @@ import {
 } from '@nestjs/common';
 import { EventPattern, Payload, RpcException } from '@nestjs/microservices';
 import { Redis } from 'ioredis';
-import { RedisStreamsContext } from '@app/stream-batch-ack';
+import { RedisStreamsContext } from '@nest-redis-resilience/stream-batch-ack';
 import {
   deleteKeys,
   pendingCount,

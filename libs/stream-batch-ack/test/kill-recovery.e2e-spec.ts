@@ -3,7 +3,11 @@ import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { ChildProcess, fork } from 'node:child_process';
 import path from 'node:path';
 import { Redis } from 'ioredis';
-import { Idempotent, RedisStreamsContext, RedisStreamsModule } from '@app/stream-batch-ack';
+import {
+  Idempotent,
+  RedisStreamsContext,
+  RedisStreamsModule,
+} from '@nest-redis-resilience/stream-batch-ack';
 import {
   deleteKeys,
   pendingCount,

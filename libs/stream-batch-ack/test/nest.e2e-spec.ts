@@ -5,10 +5,13 @@ import { Redis } from 'ioredis';
 import {
   Idempotent,
   RedisStreamsContext,
-  RedisStreamsHealthIndicator,
   RedisStreamsModule,
   ServerRedisStreams,
-} from '@app/stream-batch-ack';
+} from '@nest-redis-resilience/stream-batch-ack';
+import {
+  RedisStreamsHealthIndicator,
+  RedisStreamsHealthModule,
+} from '@nest-redis-resilience/stream-batch-ack/health';
 import {
   deleteKeys,
   pendingCount,
@@ -87,7 +90,7 @@ describe('Nest integration: @Idempotent() and RedisStreamsHealthIndicator', () =
 
   it('the health indicator reports lag and pending against thresholds, and down when the group or connection is missing', async () => {
     const moduleRef = await Test.createTestingModule({
-      imports: [RedisStreamsModule.forRoot({ captureErrors: false })],
+      imports: [RedisStreamsHealthModule],
     }).compile();
     const health = moduleRef.get(RedisStreamsHealthIndicator);
 

@@ -2,7 +2,11 @@ import { Controller, INestMicroservice } from '@nestjs/common';
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
-import { ClientRedisStreams, RedisStreamsContext, ServerRedisStreams } from '@app/stream-batch-ack';
+import {
+  ClientRedisStreams,
+  RedisStreamsContext,
+  ServerRedisStreams,
+} from '@nest-redis-resilience/stream-batch-ack';
 import {
   deleteKeys,
   pendingCount,

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
-import { ClientRedisStreams } from '@app/stream-batch-ack';
+import { ClientRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
 import { deleteKeys, randomPrefix, readAll, REDIS_URL } from './support/helpers';
 
 const prefix = randomPrefix('trim');

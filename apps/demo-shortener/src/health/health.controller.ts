@@ -1,6 +1,6 @@
 import { Controller, Get, Inject } from '@nestjs/common';
 import { HealthCheck, HealthCheckService, HealthIndicatorFunction } from '@nestjs/terminus';
-import { StampedeHealthIndicator } from '@app/stampede';
+import { StampedeHealthIndicator } from '@nest-redis-resilience/stampede/health';
 import type { ShortenerConfig } from '../config';
 import { SHORTENER_CONFIG } from '../shortener.constants';
 import { DatabaseHealthIndicator } from './database.health';

@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { StampedeService } from '@app/stampede';
-import type { MethodMetrics } from '@app/stampede';
+import { StampedeService } from '@nest-redis-resilience/stampede';
+import type { MethodMetrics } from '@nest-redis-resilience/stampede';
 import { Counter, Registry } from 'prom-client';
 
-/** Prometheus names of the stampede counters (see MethodMetrics in @app/stampede). */
+/** Prometheus names of the stampede counters (see MethodMetrics in @nest-redis-resilience/stampede). */
 const STAMPEDE_COUNTERS: Record<keyof MethodMetrics, [string, string]> = {
   calls: ['calls_total', 'Calls of the cached method'],
   hits: ['hits_total', 'Calls answered from the cache'],
@@ -40,7 +40,7 @@ export class ShortenerMetrics {
     for (const [field, [suffix, help]] of Object.entries(STAMPEDE_COUNTERS)) {
       new Counter({
         name: `shortener_stampede_${suffix}`,
-        help: `${help} (from @app/stampede)`,
+        help: `${help} (from @nest-redis-resilience/stampede)`,
         labelNames: ['method'],
         registers: [this.registry],
         collect() {

@@ -6,7 +6,7 @@ import {
   PolicyOptions,
   SingleFlight,
   StampedeService,
-} from '@app/stampede';
+} from '@nest-redis-resilience/stampede';
 import type { ShortenerConfig } from '../config';
 import type { UrlRecord, UrlRepository } from '../db/url-repository';
 import { ShortenerMetrics } from '../metrics/shortener-metrics';

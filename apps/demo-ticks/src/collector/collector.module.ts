@@ -1,6 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { ClientsModule } from '@nestjs/microservices';
-import { ClientRedisStreams } from '@app/stream-batch-ack';
+import { ClientRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
 import { CollectorConfig } from '../config';
 import { TICKS_CLIENT } from '../ticks.constants';
 import { COLLECTOR_CONFIG, CollectorService } from './collector.service';

@@ -1,6 +1,6 @@
 import { Controller, Inject, Logger, Type } from '@nestjs/common';
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
-import { IdempotencyStore, RedisStreamsContext } from '@app/stream-batch-ack';
+import { IdempotencyStore, RedisStreamsContext } from '@nest-redis-resilience/stream-batch-ack';
 import { entryIdTime } from '../candles/candle';
 import { CandleStore } from '../candles/candle-store';
 import { parseTick } from '../candles/tick';

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { ServerRedisStreams } from '@app/stream-batch-ack';
+import type { ServerRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
 
 /**
  * Prometheus metrics of one app (its own registry, so that two apps in one process do not

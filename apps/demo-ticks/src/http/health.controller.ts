@@ -6,7 +6,8 @@ import {
   HealthIndicatorService,
 } from '@nestjs/terminus';
 import { Redis } from 'ioredis';
-import { RedisStreamsHealthIndicator, ServerRedisStreams } from '@app/stream-batch-ack';
+import { ServerRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
+import { RedisStreamsHealthIndicator } from '@nest-redis-resilience/stream-batch-ack/health';
 import { TicksConfig } from '../config';
 import { TICKS_CONFIG, TICKS_REDIS } from '../ticks.constants';
 

@@ -1,10 +1,8 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
-import { HealthIndicatorService } from '@nestjs/terminus';
 import { createStampedeStore } from './stampede-store.factory';
 import { STAMPEDE_STORE } from './stampede.constants';
 import { StampedeExplorer } from './stampede.explorer';
-import { StampedeHealthIndicator } from './stampede.health';
 import { StampedeConfigurableModule, STAMPEDE_MODULE_OPTIONS } from './stampede.module-definition';
 import { StampedeService } from './stampede.service';
 
@@ -18,9 +16,7 @@ import { StampedeService } from './stampede.service';
     { provide: STAMPEDE_STORE, inject: [STAMPEDE_MODULE_OPTIONS], useFactory: createStampedeStore },
     StampedeService,
     StampedeExplorer,
-    StampedeHealthIndicator,
-    HealthIndicatorService,
   ],
-  exports: [StampedeService, StampedeHealthIndicator, STAMPEDE_STORE],
+  exports: [StampedeService, STAMPEDE_STORE],
 })
 export class StampedeModule extends StampedeConfigurableModule {}

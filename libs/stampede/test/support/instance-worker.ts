@@ -9,7 +9,7 @@ import { Injectable } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Module } from '@nestjs/common';
 import { Redis } from 'ioredis';
-import { Cacheable, DistLock, SingleFlight, StampedeModule } from '@app/stampede';
+import { Cacheable, DistLock, SingleFlight, StampedeModule } from '@nest-redis-resilience/stampede';
 
 const REDIS_URL = process.env.REDIS_URL!;
 const PREFIX = process.env.STAMPEDE_PREFIX!;

@@ -1,11 +1,9 @@
 import { DynamicModule, Module, Provider } from '@nestjs/common';
 import { APP_INTERCEPTOR } from '@nestjs/core';
-import { HealthIndicatorService } from '@nestjs/terminus';
 import { IdempotencyInterceptor } from './idempotency.interceptor';
 import { IdempotencyOptions, IdempotencyStore } from './idempotency.store';
 import { REDIS_STREAMS_MODULE_OPTIONS } from './redis-streams.constants';
 import { RedisStreamsErrorInterceptor } from './redis-streams-error.interceptor';
-import { RedisStreamsHealthIndicator } from './redis-streams.health';
 
 export interface RedisStreamsModuleOptions {
   /** Idempotency store shared by every @Idempotent() handler of the app. */
@@ -16,7 +14,7 @@ export interface RedisStreamsModuleOptions {
 
 /**
  * Optional module (global): one IdempotencyStore for the app (L1, and L2 when `idempotency.redis`
- * is set), RedisStreamsHealthIndicator, and the error-capturing interceptor.
+ * is set) and the error-capturing interceptor.
  */
 @Module({})
 export class RedisStreamsModule {
@@ -25,8 +23,6 @@ export class RedisStreamsModule {
       { provide: REDIS_STREAMS_MODULE_OPTIONS, useValue: options },
       IdempotencyStore,
       IdempotencyInterceptor,
-      HealthIndicatorService,
-      RedisStreamsHealthIndicator,
     ];
     if (options.captureErrors !== false)
       providers.push({ provide: APP_INTERCEPTOR, useClass: RedisStreamsErrorInterceptor });
@@ -34,12 +30,7 @@ export class RedisStreamsModule {
       module: RedisStreamsModule,
       global: true,
       providers,
-      exports: [
-        REDIS_STREAMS_MODULE_OPTIONS,
-        IdempotencyStore,
-        IdempotencyInterceptor,
-        RedisStreamsHealthIndicator,
-      ],
+      exports: [REDIS_STREAMS_MODULE_OPTIONS, IdempotencyStore, IdempotencyInterceptor],
     };
   }
 }

@@ -12,7 +12,7 @@ import {
   RedisStreamsContext,
   RedisStreamsModule,
   ServerRedisStreams,
-} from '@app/stream-batch-ack';
+} from '@nest-redis-resilience/stream-batch-ack';
 
 const env = (name: string): string => {
   const v = process.env[name];

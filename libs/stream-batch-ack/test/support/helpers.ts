@@ -2,7 +2,10 @@ import { INestMicroservice, ModuleMetadata } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { RedisStreamsServerOptions, ServerRedisStreams } from '@app/stream-batch-ack';
+import {
+  RedisStreamsServerOptions,
+  ServerRedisStreams,
+} from '@nest-redis-resilience/stream-batch-ack';
 
 export { REDIS_URL, deleteKeys } from '../../../../test/support/redis';
 export { sleep, waitFor } from '../../../../test/support/wait';

@@ -1,18 +1,33 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
 import { HealthIndicatorService } from '@nestjs/terminus';
+import { StampedeConfigError } from '../core/errors';
 import type { StampedeStore } from '../core/store';
-import { STAMPEDE_STORE } from './stampede.constants';
+import { STAMPEDE_STORE } from '../nest/stampede.constants';
 
 /**
  * Terminus indicator: up when the store answers a ping within `timeout` ms (default 1000).
  * Use: `() => this.stampedeHealth.isHealthy('cache')` in a HealthCheckService.check([...]).
  */
 @Injectable()
-export class StampedeHealthIndicator {
+export class StampedeHealthIndicator implements OnModuleInit {
+  private store!: StampedeStore;
+
   constructor(
-    @Inject(STAMPEDE_STORE) private readonly store: StampedeStore,
+    private readonly moduleRef: ModuleRef,
     private readonly health: HealthIndicatorService,
   ) {}
+
+  /** The store is looked up app-wide, so StampedeModule need not be global. */
+  onModuleInit(): void {
+    try {
+      this.store = this.moduleRef.get<StampedeStore>(STAMPEDE_STORE, { strict: false });
+    } catch {
+      throw new StampedeConfigError(
+        'StampedeHealthIndicator: no StampedeModule in this app. Import StampedeModule.forRoot() (or forRootAsync()) in a module of the app.',
+      );
+    }
+  }
 
   async isHealthy<const Key extends string = 'stampede'>(
     key: Key = 'stampede' as Key,

@@ -1,0 +1,12 @@
+/**
+ * The health entry point needs the optional peer @nestjs/terminus. Checked before anything imports
+ * it, so a missing install says what to do instead of a bare "Cannot find module".
+ */
+try {
+  require.resolve('@nestjs/terminus');
+} catch {
+  throw new Error(
+    '@nest-redis-resilience/stream-batch-ack/health needs the optional peer dependency @nestjs/terminus ' +
+      '(^11). Install it: npm install @nestjs/terminus',
+  );
+}
