@@ -9,7 +9,7 @@
  *   --drain-timeout <s>  how long to wait for the consumer to catch up afterwards (default 120)
  *   --semi-space <MB>    V8 --max-semi-space-size of the consumer (default: V8's)
  *   --old-space <MB>     V8 --max-old-space-size of the consumer (default: V8's)
- *   --from dist|src      run the `nest build demo-ticks` output (default; the benchmark builds it
+ *   --from dist|src      run the `npm run build` output (default; the benchmark builds it
  *                        first) or the TypeScript sources through scripts/register-ts.js (whose
  *                        TypeScript compiler adds 80-150 MB to the consumer's RSS)
  *   --no-build           with --from dist: use the existing build
@@ -31,8 +31,8 @@ import { renderTable } from '../shared/table';
 const ROOT = join(__dirname, '..', '..');
 const REGISTER = join(ROOT, 'scripts', 'register-ts.js');
 const SOURCES = join(ROOT, 'apps', 'demo-ticks', 'src');
-/** `nest build demo-ticks` (tsc builder) nests its output: TOOLCHAIN pitfall 2. */
-const BUILT = join(ROOT, 'dist', 'apps', 'demo-ticks', 'apps', 'demo-ticks', 'src');
+/** Where `npm run build` puts the app. */
+const BUILT = join(ROOT, 'dist', 'apps', 'demo-ticks');
 const PROFILED = join(__dirname, 'cpu-profiled.js');
 
 function entries(from: 'dist' | 'src'): { consumer: string; collector: string } {
@@ -41,11 +41,11 @@ function entries(from: 'dist' | 'src'): { consumer: string; collector: string } 
     : { consumer: join(SOURCES, 'main.ts'), collector: join(SOURCES, 'collector.main.ts') };
 }
 
-/** Builds the app with the Nest CLI (tsc builder); throws with its output when it fails. */
+/** Builds the packages and the apps (`npm run build`); throws with its output when it fails. */
 export function buildDemoTicks(): void {
-  const run = spawnSync('npx', ['nest', 'build', 'demo-ticks'], { cwd: ROOT, encoding: 'utf8' });
+  const run = spawnSync('npm', ['run', 'build'], { cwd: ROOT, encoding: 'utf8' });
   if (run.status !== 0)
-    throw new Error(`nest build demo-ticks failed (${run.status}):\n${run.stdout}${run.stderr}`);
+    throw new Error(`npm run build failed (${run.status}):\n${run.stdout}${run.stderr}`);
 }
 
 export interface DemoTicksBenchOptions {
@@ -600,7 +600,7 @@ export function formatReport(r: DemoTicksBenchResult): string {
         ? ` (consumer V8 flags:${r.options.oldSpaceMb ? ` --max-old-space-size=${r.options.oldSpaceMb}` : ''}${r.options.semiSpaceMb ? ` --max-semi-space-size=${r.options.semiSpaceMb}` : ''})`
         : '') +
       (r.options.from === 'dist'
-        ? '; consumer and collector: the nest build output (dist)'
+        ? '; consumer and collector: the built app (dist)'
         : '; consumer and collector: TypeScript sources through scripts/register-ts.js') +
       (r.options.cpuProfile ? `; CPU profile of the consumer: ${r.options.cpuProfile}` : ''),
     formatEnvInfo(r.env),
@@ -646,8 +646,7 @@ export function parseDemoTicksArgs(argv: string[]): {
       const from = value();
       if (from !== 'dist' && from !== 'src') usage('--from is dist or src');
       options.from = from;
-    }
-    else if (flag === '--demo')
+    } else if (flag === '--demo')
       continue; // accepted when run through bench:ticks -- --demo
     else if (flag in numbers) {
       const n = Number(value());

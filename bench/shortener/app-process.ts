@@ -6,17 +6,8 @@ import { join } from 'node:path';
 const ROOT = join(__dirname, '..', '..');
 const REGISTER = join(ROOT, 'scripts', 'register-ts.js');
 export const SOURCE_ENTRY = join(ROOT, 'apps', 'demo-shortener', 'src', 'main.ts');
-/** Where `npx nest build demo-shortener` puts the entry (tsc builder: nested by source path). */
-export const BUILT_ENTRY = join(
-  ROOT,
-  'dist',
-  'apps',
-  'demo-shortener',
-  'apps',
-  'demo-shortener',
-  'src',
-  'main.js',
-);
+/** Where `npm run build` puts the entry. */
+export const BUILT_ENTRY = join(ROOT, 'dist', 'apps', 'demo-shortener', 'main.js');
 
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -40,7 +31,7 @@ export class ShortenerProcess {
   /** Starts main.ts (through scripts/register-ts.js) or the built main.js with `env`; waits for /health. */
   static async start(env: Record<string, string>, built: boolean): Promise<ShortenerProcess> {
     if (built && !existsSync(BUILT_ENTRY)) {
-      throw new Error(`${BUILT_ENTRY} is missing: run \`npx nest build demo-shortener\` first`);
+      throw new Error(`${BUILT_ENTRY} is missing: run \`npm run build\` first`);
     }
     const port = await freePort();
     const output: string[] = [];

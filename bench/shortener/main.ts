@@ -6,8 +6,8 @@
  *   --stress-connections 500   --stress-duration 10
  *   --lifetime-ttl 2   --lifetime-duration 10
  *   --strategies sequence,hash,snowflake   --create-connections 50   --create-duration 10
- *   --built      start dist/apps/demo-shortener/apps/demo-shortener/src/main.js
- *                (after `npx nest build demo-shortener`) instead of src/main.ts via register-ts
+ *   --built      start dist/apps/demo-shortener/main.js
+ *                (after `npm run build`) instead of src/main.ts via register-ts
  *   --json <file>
  *
  * Needs REDIS_URL (the npm script sets it through scripts/with-redis.js) and PostgreSQL.
