@@ -3,10 +3,12 @@ export { type BackoffOptions, backoffDelay } from './core/backoff';
 export { type Clock, ManualClock, systemClock } from './core/clock';
 export {
   DATA_FIELD,
+  HEADERS_FIELD,
   decodeEntry,
   encodePayload,
   fieldsToObject,
   type DecodedEntry,
+  type Headers,
 } from './core/entry-codec';
 export {
   AckFlushError,
@@ -14,12 +16,30 @@ export {
   MaxDeliveriesExceededError,
   NotInitializedError,
   NotSupportedError,
+  RequestTimeoutError,
+  StreamBatchAckConfigError,
   StreamBatchAckError,
 } from './core/errors';
 export { LruCache, type LruCacheOptions } from './core/lru-cache';
+export { IDEMPOTENT_EFFECT_LUA } from './idempotency/idempotency-scripts';
+export type {
+  IdempotentOptions,
+  TransportIdempotencyOptions,
+} from './idempotency/idempotency.options';
+export {
+  IdempotencyStore,
+  type BeginResult,
+  type IdempotencyState,
+  type IdempotencyStoreOptions,
+} from './idempotency/idempotency.store';
 export { defaultDeadLetterStream } from './redis/keys';
 export { ClientRedisStreams } from './transport/client-redis-streams';
-export { RedisStreamsContext } from './transport/redis-streams.context';
+export {
+  RedisStreamsBatchContext,
+  RedisStreamsContext,
+  type IdempotencyHandle,
+  type RedisStreamsBatchEntry,
+} from './transport/redis-streams.context';
 export {
   type RedisStreamsConnectionType,
   type RedisStreamsEvents,
@@ -29,16 +49,17 @@ export {
 export {
   type RedisStreamsClientOptions,
   type RedisStreamsClusterConnection,
+  type RedisStreamsConnection,
   type RedisStreamsServerOptions,
 } from './transport/redis-streams.options';
+export { RedisStreamsRecord } from './transport/redis-streams.record';
+export type { RedisStreamsServerMetrics } from './transport/server-metrics';
 export { REDIS_STREAMS_TRANSPORT, ServerRedisStreams } from './transport/server-redis-streams';
-export { IdempotencyInterceptor } from './nest/idempotency.interceptor';
-export {
-  type IdempotencyOptions,
-  type IdempotencyState,
-  IdempotencyStore,
-} from './nest/idempotency.store';
-export { Idempotent, type IdempotentOptions } from './nest/idempotent.decorator';
+export { Idempotent } from './nest/idempotent.decorator';
 export { RedisStreamsErrorInterceptor } from './nest/redis-streams-error.interceptor';
 export { IDEMPOTENT_METADATA } from './nest/redis-streams.constants';
-export { RedisStreamsModule, type RedisStreamsModuleOptions } from './nest/redis-streams.module';
+export { RedisStreamsModule } from './nest/redis-streams.module';
+export {
+  REDIS_STREAMS_MODULE_OPTIONS,
+  type RedisStreamsModuleOptions,
+} from './nest/redis-streams.module-definition';

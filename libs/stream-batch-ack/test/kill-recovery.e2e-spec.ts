@@ -100,9 +100,7 @@ describe('kill -9 of a consumer process: a second consumer claims its pending me
     // Consumer B takes over.
     ({ app } = await startMicroservice(
       {
-        imports: [
-          RedisStreamsModule.forRoot({ idempotency: { redis: REDIS_URL, keyPrefix: IDEM_PREFIX } }),
-        ],
+        imports: [RedisStreamsModule.forRoot()],
         controllers: [SurvivorController],
       },
       {
@@ -113,6 +111,7 @@ describe('kill -9 of a consumer process: a second consumer claims its pending me
         ack: { batchSize: 100, intervalMs: 20 },
         claim: { minIdleMs: 200, intervalMs: 50, count: 500 },
         deadLetter: { maxDeliveries: 20 },
+        idempotency: { store: 'redis', keyPrefix: IDEM_PREFIX },
       },
     ));
     await waitFor(

@@ -48,11 +48,7 @@ describe('Nest integration: @Idempotent() and RedisStreamsHealthIndicator', () =
     redis = new Redis(REDIS_URL);
     ({ app, server } = await startMicroservice(
       {
-        imports: [
-          RedisStreamsModule.forRoot({
-            idempotency: { redis: REDIS_URL, keyPrefix: `${prefix}idem:` },
-          }),
-        ],
+        imports: [RedisStreamsModule.forRoot()],
         controllers: [BillingController],
       },
       {
@@ -62,6 +58,7 @@ describe('Nest integration: @Idempotent() and RedisStreamsHealthIndicator', () =
         read: { count: 50, blockMs: 50 },
         ack: { batchSize: 100, intervalMs: 20 },
         claim: { minIdleMs: 100, intervalMs: 50 },
+        idempotency: { store: 'redis', keyPrefix: `${prefix}idem:` },
       },
     ));
   });

@@ -7,6 +7,7 @@ describe('entry codec', () => {
       ok: true,
       payload: { symbol: 'BTC', price: 1 },
       fields: { data: '{"symbol":"BTC","price":1}' },
+      headers: {},
     });
     expect(decodeEntry(encodePayload(undefined))).toMatchObject({ ok: true, payload: null });
   });
@@ -22,11 +23,39 @@ describe('entry codec', () => {
       ok: true,
       payload: { symbol: 'BTC', price: '1' },
       fields: { symbol: 'BTC', price: '1' },
+      headers: {},
     });
     expect(decodeEntry(['data', 'not json', 'other', 'x'])).toMatchObject({
       ok: true,
       payload: { data: 'not json', other: 'x' },
     });
+  });
+
+  it('carries headers and the request fields of send()', () => {
+    const flat = encodePayload(
+      { a: 1 },
+      { traceparent: '00-abc-def-01' },
+      { id: 'c1', replyTo: 'r' },
+    );
+    expect(decodeEntry(flat)).toMatchObject({
+      ok: true,
+      payload: { a: 1 },
+      headers: { traceparent: '00-abc-def-01' },
+      request: { id: 'c1', replyTo: 'r' },
+    });
+    expect(encodePayload(1, {})).toEqual(['data', '1']);
+  });
+
+  it('reports malformed headers and half a request', () => {
+    expect(decodeEntry(['data', '1', 'headers', '[1]'])).toMatchObject({
+      ok: false,
+      error: '"headers" must be a JSON object',
+    });
+    expect(decodeEntry(['data', '1', 'headers', '{"n":1}'])).toMatchObject({
+      ok: false,
+      error: '"headers" values must be strings',
+    });
+    expect(decodeEntry(['data', '1', 'id', 'c1'])).toMatchObject({ ok: false });
   });
 
   it('compares stream ids numerically', () => {

@@ -1,9 +1,30 @@
 /** The field in which ClientRedisStreams writes the JSON payload of a message. */
 export const DATA_FIELD = 'data';
+/** Optional field: a JSON object of string headers (e.g. a W3C `traceparent`). */
+export const HEADERS_FIELD = 'headers';
+/** Fields of a request (`send()`): its correlation id and the stream that takes the reply. */
+export const REQUEST_ID_FIELD = 'id';
+export const REPLY_TO_FIELD = 'replyTo';
+
+export type Headers = Readonly<Record<string, string>>;
+
+export interface RequestInfo {
+  id: string;
+  replyTo: string;
+}
 
 export type DecodedEntry =
-  | { ok: true; payload: unknown; fields: Record<string, string> }
-  | { ok: false; error: string; fields: Record<string, string> };
+  | {
+      ok: true;
+      payload: unknown;
+      fields: Record<string, string>;
+      headers: Headers;
+      request?: RequestInfo;
+    }
+  | { ok: false; error: string; fields: Record<string, string>; headers: Headers };
+
+const NO_HEADERS: Headers = Object.freeze({});
+const OWN_FIELDS = new Set([DATA_FIELD, HEADERS_FIELD, REQUEST_ID_FIELD, REPLY_TO_FIELD]);
 
 /** Turns the flat `[field, value, ...]` array of a stream entry into an object (a later duplicate field wins). */
 export function fieldsToObject(flat: readonly string[] | null | undefined): Record<string, string> {
@@ -14,28 +35,65 @@ export function fieldsToObject(flat: readonly string[] | null | undefined): Reco
 }
 
 /**
- * Decodes a stream entry. An entry whose only field is `data` was written by ClientRedisStreams
- * (or in its format): its value is parsed as JSON, and a parse failure makes the entry malformed.
- * Any other entry (other producers, `redis-cli XADD s * symbol BTC price 1`) is delivered as the
- * plain object of its fields, values as strings.
+ * Decodes a stream entry. An entry with a `data` field and otherwise only `headers`, `id` and
+ * `replyTo` was written by ClientRedisStreams (or in its format): `data` is parsed as JSON and
+ * `headers` as a JSON object of strings; a parse failure makes the entry malformed. Any other
+ * entry (other producers, `redis-cli XADD s * symbol BTC price 1`) is delivered as the plain
+ * object of its fields, values as strings.
  */
 export function decodeEntry(flat: readonly string[] | null | undefined): DecodedEntry {
   const fields = fieldsToObject(flat);
-  const names = Object.keys(fields);
-  if (names.length === 1 && names[0] === DATA_FIELD) {
-    try {
-      return { ok: true, payload: JSON.parse(fields[DATA_FIELD]), fields };
-    } catch (err) {
-      return { ok: false, error: err instanceof Error ? err.message : String(err), fields };
-    }
+  if (fields[DATA_FIELD] === undefined || !Object.keys(fields).every((f) => OWN_FIELDS.has(f)))
+    return { ok: true, payload: fields, fields, headers: NO_HEADERS };
+  let headers = NO_HEADERS;
+  if (fields[HEADERS_FIELD] !== undefined) {
+    const parsed = parseHeaders(fields[HEADERS_FIELD]);
+    if (typeof parsed === 'string') return { ok: false, error: parsed, fields, headers };
+    headers = parsed;
   }
-  return { ok: true, payload: fields, fields };
+  let payload: unknown;
+  try {
+    payload = JSON.parse(fields[DATA_FIELD]);
+  } catch (err) {
+    return { ok: false, error: err instanceof Error ? err.message : String(err), fields, headers };
+  }
+  const id = fields[REQUEST_ID_FIELD];
+  const replyTo = fields[REPLY_TO_FIELD];
+  if ((id === undefined) !== (replyTo === undefined))
+    return { ok: false, error: 'a request needs both "id" and "replyTo"', fields, headers };
+  return id === undefined
+    ? { ok: true, payload, fields, headers }
+    : { ok: true, payload, fields, headers, request: { id, replyTo } };
 }
 
-/** Encodes a payload the way ClientRedisStreams writes it. `undefined` is written as JSON `null`. */
-export function encodePayload(payload: unknown): string[] {
+function parseHeaders(json: string): Headers | string {
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch (err) {
+    return `"headers" is not valid JSON (${err instanceof Error ? err.message : String(err)})`;
+  }
+  if (!value || typeof value !== 'object' || Array.isArray(value))
+    return '"headers" must be a JSON object';
+  for (const v of Object.values(value))
+    if (typeof v !== 'string') return '"headers" values must be strings';
+  return value as Headers;
+}
+
+/**
+ * Encodes a message the way ClientRedisStreams writes it. `undefined` is written as JSON `null`;
+ * empty headers are left out.
+ */
+export function encodePayload(
+  payload: unknown,
+  headers?: Headers,
+  request?: RequestInfo,
+): string[] {
   const json = JSON.stringify(payload);
-  return [DATA_FIELD, json === undefined ? 'null' : json];
+  const out = [DATA_FIELD, json === undefined ? 'null' : json];
+  if (headers && Object.keys(headers).length > 0) out.push(HEADERS_FIELD, JSON.stringify(headers));
+  if (request) out.push(REQUEST_ID_FIELD, request.id, REPLY_TO_FIELD, request.replyTo);
+  return out;
 }
 
 /** Compares two stream ids (`ms-seq`). */

@@ -9,6 +9,16 @@ export class StreamBatchAckError extends Error {
   }
 }
 
+/** An invalid option; thrown when the server or client is created, naming the option. */
+export class StreamBatchAckConfigError extends StreamBatchAckError {
+  constructor(
+    readonly option: string,
+    message: string,
+  ) {
+    super('INVALID_OPTIONS', `Invalid option "${option}": ${message}`);
+  }
+}
+
 export class AckFlushError extends StreamBatchAckError {
   constructor(
     readonly stream: string,
@@ -59,6 +69,20 @@ export class NotInitializedError extends StreamBatchAckError {
     super(
       'NOT_INITIALIZED',
       `${what} is not initialized. Call "listen"/"startAllMicroservices" (server) or "connect" (client) first.`,
+    );
+  }
+}
+
+/** `send()` got no reply in time. */
+export class RequestTimeoutError extends StreamBatchAckError {
+  constructor(
+    readonly stream: string,
+    readonly requestId: string,
+    readonly timeoutMs: number,
+  ) {
+    super(
+      'REQUEST_TIMEOUT',
+      `No reply to request ${requestId} on stream "${stream}" within ${timeoutMs} ms: is a @MessagePattern('${stream}') consumer running?`,
     );
   }
 }

@@ -1,27 +1,25 @@
-import { applyDecorators, SetMetadata, UseInterceptors } from '@nestjs/common';
+import type { IdempotentOptions } from '../idempotency/idempotency.options';
 import { IDEMPOTENT_METADATA } from './redis-streams.constants';
-import { IdempotencyInterceptor } from './idempotency.interceptor';
 
-export interface IdempotentOptions {
-  /** The idempotency key of a message. Default: the stream and the entry id. */
-  key?: (data: any, ctx: any) => string;
-  /** How long a processed key is remembered, in ms. Default 60_000. */
-  ttlMs?: number;
-  /**
-   * How long a key stays "in progress" if its consumer dies before finishing (L2 only), in ms.
-   * Until then other consumers skip the message without acknowledging it. Default 30_000.
-   */
-  lockMs?: number;
-}
+/** Where @nestjs/microservices keeps the extras of `@EventPattern(pattern, extras)`. */
+const PATTERN_EXTRAS_METADATA = 'microservices:pattern_extras';
 
 /**
- * Skips messages whose key was already processed successfully (and acknowledges them), skips
- * without acknowledging those still in progress, and forgets the key of a failed run so that
- * the retry runs. Applies IdempotencyInterceptor to the handler.
+ * Makes a handler idempotent: the transport skips messages whose key was already processed (and
+ * acknowledges them), skips without acknowledging those in progress elsewhere, and forgets the
+ * key of a failed run so that its retry runs. Checked a whole read batch at a time, before the
+ * handler (see the server's `idempotency` option for the store). Metadata only: the transport
+ * reads it once at start-up; put it above or below `@EventPattern`.
  */
-export function Idempotent(options: IdempotentOptions = {}): MethodDecorator & ClassDecorator {
-  return applyDecorators(
-    SetMetadata(IDEMPOTENT_METADATA, options),
-    UseInterceptors(IdempotencyInterceptor),
-  );
+export function Idempotent(options: IdempotentOptions = {}): MethodDecorator {
+  return (_target, _key, descriptor) => {
+    const handler = descriptor.value as object;
+    Reflect.defineMetadata(IDEMPOTENT_METADATA, options, handler);
+    Reflect.defineMetadata(
+      PATTERN_EXTRAS_METADATA,
+      { ...Reflect.getMetadata(PATTERN_EXTRAS_METADATA, handler), idempotent: options },
+      handler,
+    );
+    return descriptor;
+  };
 }

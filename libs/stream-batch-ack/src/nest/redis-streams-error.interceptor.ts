@@ -1,7 +1,7 @@
 import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
 import { Observable, throwError } from 'rxjs';
 import { catchError } from 'rxjs/operators';
-import { RedisStreamsContext } from '../transport/redis-streams.context';
+import { RedisStreamsBatchContext, RedisStreamsContext } from '../transport/redis-streams.context';
 
 /**
  * Keeps the original error of a failed handler on its RedisStreamsContext, so that the
@@ -13,7 +13,8 @@ export class RedisStreamsErrorInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     if (context.getType() !== 'rpc') return next.handle();
     const ctx = context.switchToRpc().getContext();
-    if (!(ctx instanceof RedisStreamsContext)) return next.handle();
+    if (!(ctx instanceof RedisStreamsContext) && !(ctx instanceof RedisStreamsBatchContext))
+      return next.handle();
     return next.handle().pipe(
       catchError((err) => {
         if (!ctx.hasError()) ctx.setError(err);

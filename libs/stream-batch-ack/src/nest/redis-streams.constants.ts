@@ -1,4 +1,2 @@
-/** Metadata key of @Idempotent(). */
+/** Metadata key of @Idempotent() (also kept in the handler's pattern extras). */
 export const IDEMPOTENT_METADATA = 'stream-batch-ack:idempotent';
-/** Injection token of the RedisStreamsModule options. */
-export const REDIS_STREAMS_MODULE_OPTIONS = 'stream-batch-ack:module-options';

@@ -1,36 +1,42 @@
-import { DynamicModule, Module, Provider } from '@nestjs/common';
+import { DynamicModule, Inject, Injectable, Module, NestInterceptor } from '@nestjs/common';
 import { APP_INTERCEPTOR } from '@nestjs/core';
-import { IdempotencyInterceptor } from './idempotency.interceptor';
-import { IdempotencyOptions, IdempotencyStore } from './idempotency.store';
-import { REDIS_STREAMS_MODULE_OPTIONS } from './redis-streams.constants';
 import { RedisStreamsErrorInterceptor } from './redis-streams-error.interceptor';
+import {
+  REDIS_STREAMS_ASYNC_OPTIONS_TYPE,
+  REDIS_STREAMS_MODULE_OPTIONS,
+  REDIS_STREAMS_OPTIONS_TYPE,
+  RedisStreamsConfigurableModule,
+  RedisStreamsModuleOptions,
+} from './redis-streams.module-definition';
 
-export interface RedisStreamsModuleOptions {
-  /** Idempotency store shared by every @Idempotent() handler of the app. */
-  idempotency?: IdempotencyOptions;
-  /** Register RedisStreamsErrorInterceptor globally (dead-letter entries keep the original error). Default true. */
-  captureErrors?: boolean;
+/** The global error capture, unless `captureErrors: false` (the options may come from forRootAsync). */
+@Injectable()
+class OptionalErrorCapture extends RedisStreamsErrorInterceptor implements NestInterceptor {
+  constructor(
+    @Inject(REDIS_STREAMS_MODULE_OPTIONS) private readonly options: RedisStreamsModuleOptions,
+  ) {
+    super();
+  }
+
+  override intercept(...args: Parameters<RedisStreamsErrorInterceptor['intercept']>) {
+    return this.options.captureErrors === false ? args[1].handle() : super.intercept(...args);
+  }
 }
 
 /**
- * Optional module (global): one IdempotencyStore for the app (L1, and L2 when `idempotency.redis`
- * is set) and the error-capturing interceptor.
+ * Optional module: registers the error-capturing interceptor globally, so that dead-letter
+ * entries keep the handler's original error. `forRoot()` / `forRootAsync()`; global by default.
+ * (Hybrid apps: pass `{ inheritAppConfig: true }` to `connectMicroservice`.)
  */
-@Module({})
-export class RedisStreamsModule {
-  static forRoot(options: RedisStreamsModuleOptions = {}): DynamicModule {
-    const providers: Provider[] = [
-      { provide: REDIS_STREAMS_MODULE_OPTIONS, useValue: options },
-      IdempotencyStore,
-      IdempotencyInterceptor,
-    ];
-    if (options.captureErrors !== false)
-      providers.push({ provide: APP_INTERCEPTOR, useClass: RedisStreamsErrorInterceptor });
-    return {
-      module: RedisStreamsModule,
-      global: true,
-      providers,
-      exports: [REDIS_STREAMS_MODULE_OPTIONS, IdempotencyStore, IdempotencyInterceptor],
-    };
+@Module({
+  providers: [{ provide: APP_INTERCEPTOR, useClass: OptionalErrorCapture }],
+})
+export class RedisStreamsModule extends RedisStreamsConfigurableModule {
+  static override forRoot(options: typeof REDIS_STREAMS_OPTIONS_TYPE = {}): DynamicModule {
+    return super.forRoot(options);
+  }
+
+  static override forRootAsync(options: typeof REDIS_STREAMS_ASYNC_OPTIONS_TYPE): DynamicModule {
+    return super.forRootAsync(options);
   }
 }

@@ -1,67 +1,66 @@
 import { Logger } from '@nestjs/common';
 import { ClientProxy, ReadPacket, WritePacket } from '@nestjs/microservices';
-import type { Redis } from 'ioredis';
-import { encodePayload } from '../core/entry-codec';
-import { describeError, NotInitializedError, NotSupportedError } from '../core/errors';
-import { closeClient, createRedisClient } from '../redis/connection';
+import type { Cluster, Redis } from 'ioredis';
+import { randomUUID } from 'node:crypto';
+import { decodeEntry, encodePayload, Headers } from '../core/entry-codec';
+import { describeError, NotInitializedError, RequestTimeoutError } from '../core/errors';
+import { closeClient } from '../redis/connection';
+import { createManagedClient, EventListener } from '../redis/managed-client';
 import { defineStreamScripts, StreamScripts } from '../redis/scripts';
-import {
-  RedisStreamsEvents,
-  RedisStreamsEventsMap,
-  RedisStreamsStatus,
-} from './redis-streams.events';
+import { RedisStreamsEvents } from './redis-streams.events';
 import { RedisStreamsClientOptions } from './redis-streams.options';
+import { RedisStreamsRecord } from './redis-streams.record';
+
+type Client = (Redis | Cluster) & StreamScripts;
+
+interface PendingRequest {
+  callback: (packet: WritePacket) => void;
+  timer: ReturnType<typeof setTimeout>;
+}
 
 /**
- * The producer side: `emit(stream, data)` appends `data` as JSON in the `data` field of a new
- * entry (XADD). Emits issued in the same tick go out as one pipeline. With `maxLen`, streams are
- * trimmed without deleting entries that a consumer group has not acknowledged.
+ * The producer side. `emit(stream, data)` appends `data` as JSON in the `data` field of a new
+ * entry (XADD); wrap it in `new RedisStreamsRecord(data, headers)` to add headers. Emits of the
+ * same tick go out as one pipeline. `send(stream, data)` is a request: the entry also carries a
+ * correlation id and this client's reply stream, which a blocking reader watches. With `maxLen`,
+ * streams are trimmed without deleting entries that a consumer group has not acknowledged.
  */
 export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents> {
   protected readonly logger = new Logger(ClientRedisStreams.name);
-  protected client: (Redis & StreamScripts) | null = null;
+  protected client: Client | null = null;
   protected connectionPromise: Promise<void> | null = null;
   protected isManuallyClosed = false;
-  private pendingEventListeners: {
-    event: keyof RedisStreamsEvents;
-    callback: (...args: any[]) => void;
-  }[] = [];
+  /** The stream where this client's replies arrive (created by the first reply). */
+  readonly replyStream = `sba:reply:{${randomUUID()}}`;
+  private replyReader: Redis | Cluster | null = null;
+  private replyLoop: Promise<void> | null = null;
+  private readonly requests = new Map<string, PendingRequest>();
+  private pendingEventListeners: EventListener[] = [];
   private readonly emitsSinceTrim = new Map<string, number>();
   private readonly trims = new Set<Promise<unknown>>();
 
   constructor(protected readonly options: RedisStreamsClientOptions) {
     super();
-    this.initializeSerializer(options as any);
-    this.initializeDeserializer(options as any);
+    this.initializeSerializer(options);
+    this.initializeDeserializer(options);
   }
 
   async connect(): Promise<any> {
     if (this.client) return this.connectionPromise;
     this.isManuallyClosed = false;
-    const userRetry =
-      typeof this.options.connection === 'object'
-        ? this.options.connection.retryStrategy
-        : undefined;
     const client = defineStreamScripts(
-      createRedisClient(this.options.connection, {
-        lazyConnect: true,
-        enableAutoPipelining: true,
-        retryStrategy: (times: number) => {
-          if (this.isManuallyClosed) return null;
-          return userRetry ? userRetry(times) : Math.min(times * 50, 2000);
+      createManagedClient(
+        this.options.connection,
+        { enableAutoPipelining: true },
+        {
+          type: 'client',
+          logger: this.logger,
+          isClosed: () => this.isManuallyClosed,
+          listeners: this.pendingEventListeners,
+          onStatus: (status) => this._status$.next(status),
         },
-      }),
+      ),
     );
-    client.on(RedisStreamsEventsMap.ERROR, (err: Error) => {
-      if (!this.isManuallyClosed) this.logger.error(`Redis client connection: ${err.message}`);
-    });
-    client.on(RedisStreamsEventsMap.RECONNECTING, () => {
-      if (!this.isManuallyClosed) this._status$.next(RedisStreamsStatus.RECONNECTING);
-    });
-    client.on(RedisStreamsEventsMap.READY, () => this._status$.next(RedisStreamsStatus.CONNECTED));
-    client.on(RedisStreamsEventsMap.END, () => this._status$.next(RedisStreamsStatus.DISCONNECTED));
-    for (const { event, callback } of this.pendingEventListeners)
-      client.on(event, (...args: unknown[]) => callback('client', ...args));
     this.pendingEventListeners = [];
     this.client = client;
     this.connectionPromise = client.connect().catch((err) => {
@@ -78,7 +77,19 @@ export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents> {
     const client = this.client;
     this.client = null;
     this.connectionPromise = null;
-    await Promise.allSettled([...this.trims]);
+    for (const [id, request] of this.requests) {
+      clearTimeout(request.timer);
+      request.callback({
+        err: new Error(`ClientRedisStreams closed before the reply to ${id}`),
+        isDisposed: true,
+      });
+    }
+    this.requests.clear();
+    this.replyReader?.disconnect();
+    await Promise.allSettled([...this.trims, this.replyLoop]);
+    this.replyReader = null;
+    this.replyLoop = null;
+    if (client?.status === 'ready') await client.del(this.replyStream).catch(() => undefined);
     await closeClient(client);
     this.pendingEventListeners = [];
   }
@@ -104,35 +115,121 @@ export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents> {
   async trim(stream: string, maxLen = this.options.maxLen): Promise<number> {
     if (maxLen === undefined) return 0;
     await this.connect();
-    const [deleted] = await this.unwrap<Redis & StreamScripts>().sbaSafeTrim(
-      stream,
-      String(maxLen),
-    );
+    const [deleted] = await this.unwrap<Client>().sbaSafeTrim(stream, String(maxLen));
     return Number(deleted);
   }
 
   protected async dispatchEvent<T = any>(packet: ReadPacket): Promise<T> {
     const stream = this.normalizePattern(packet.pattern);
-    const serialized = this.serializer.serialize(packet) as ReadPacket;
-    const client = this.unwrap<Redis>();
-    const id = (await client.call(
+    const { data, headers } = this.serialize(packet);
+    const id = (await this.unwrap<Client>().call(
       'XADD',
       stream,
       '*',
-      ...encodePayload(serialized.data),
+      ...encodePayload(data, headers),
     )) as string;
     this.maybeTrim(stream);
     return id as T;
   }
 
-  protected publish(_packet: ReadPacket, callback: (packet: WritePacket) => void): () => void {
-    callback({
-      err: new NotSupportedError(
-        'ClientRedisStreams only supports emit() (events); send() (request-response) is not available over Redis Streams.',
-      ),
-      isDisposed: true,
-    });
-    return () => undefined;
+  protected publish(
+    packet: ReadPacket & { id?: string },
+    callback: (packet: WritePacket) => void,
+  ): () => void {
+    const stream = this.normalizePattern(packet.pattern);
+    const id = packet.id ?? randomUUID();
+    let client: Client;
+    try {
+      client = this.unwrap<Client>();
+      this.startReplyReader(client);
+    } catch (err) {
+      callback({ err, isDisposed: true });
+      return () => undefined;
+    }
+    const timeoutMs = this.options.replyTimeoutMs ?? 30_000;
+    const timer = setTimeout(() => {
+      if (!this.requests.delete(id)) return;
+      callback({ err: new RequestTimeoutError(stream, id, timeoutMs), isDisposed: true });
+    }, timeoutMs);
+    this.requests.set(id, { callback, timer });
+    const { data, headers } = this.serialize(packet);
+    client
+      .call('XADD', stream, '*', ...encodePayload(data, headers, { id, replyTo: this.replyStream }))
+      .then(
+        () => this.maybeTrim(stream),
+        (err: unknown) => this.settle(id, { err, isDisposed: true }),
+      );
+    return () => {
+      const request = this.requests.get(id);
+      if (request) clearTimeout(request.timer);
+      this.requests.delete(id);
+    };
+  }
+
+  private serialize(packet: ReadPacket): { data: unknown; headers?: Headers } {
+    const serialized = this.serializer.serialize(packet) as ReadPacket;
+    const data: unknown = serialized.data;
+    return data instanceof RedisStreamsRecord
+      ? { data: data.data, headers: data.headers }
+      : { data };
+  }
+
+  private settle(id: string, packet: WritePacket): void {
+    const request = this.requests.get(id);
+    if (!request) return; // timed out, or unsubscribed
+    this.requests.delete(id);
+    clearTimeout(request.timer);
+    request.callback({ ...packet, isDisposed: true });
+  }
+
+  /** One blocking connection per client, started by the first request. */
+  private startReplyReader(client: Client): void {
+    if (this.replyReader) return;
+    const reader = (client as unknown as { duplicate(): Redis | Cluster }).duplicate();
+    this.replyReader = reader;
+    this.replyLoop = this.readReplies(reader, client);
+  }
+
+  private async readReplies(reader: Redis | Cluster, commands: Client): Promise<void> {
+    let last = '0-0';
+    while (!this.isManuallyClosed) {
+      let reply: [string, [string, string[]][]][] | null;
+      try {
+        reply = (await reader.call(
+          'XREAD',
+          'COUNT',
+          500,
+          'BLOCK',
+          1000,
+          'STREAMS',
+          this.replyStream,
+          last,
+        )) as [string, [string, string[]][]][] | null;
+      } catch (err) {
+        if (this.isManuallyClosed) return;
+        this.logger.warn(`Reading replies failed: ${describeError(err)}`);
+        await new Promise((r) => setTimeout(r, 500));
+        continue;
+      }
+      if (!reply) continue;
+      const entries = reply[0]?.[1] ?? [];
+      for (const [entryId, fields] of entries) {
+        last = entryId;
+        const decoded = decodeEntry(fields);
+        if (!decoded.ok) {
+          this.logger.warn(`Malformed reply ${entryId} on ${this.replyStream}: ${decoded.error}`);
+          continue;
+        }
+        const packet = this.deserializer.deserialize(decoded.payload) as WritePacket & {
+          id: string;
+        };
+        this.settle(packet.id, { err: packet.err, response: packet.response, isDisposed: true });
+      }
+      if (entries.length > 0)
+        commands
+          .xdel(this.replyStream, ...entries.map(([entryId]) => entryId))
+          .catch(() => undefined);
+    }
   }
 
   private maybeTrim(stream: string): void {

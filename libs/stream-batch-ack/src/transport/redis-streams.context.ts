@@ -1,6 +1,17 @@
 import { BaseRpcContext } from '@nestjs/microservices';
+import type { Headers } from '../core/entry-codec';
 
-/** [stream, id, group, deliveries, consumer, fields] */
+/** The L2 idempotency record of an entry and the in-progress token, for an atomic effect (IDEMPOTENT_EFFECT_LUA). */
+export interface IdempotencyHandle {
+  /** Redis key of the record. */
+  record: string;
+  /** The token the record holds while this delivery runs. */
+  token: string;
+  /** How long the done mark is kept, in ms. */
+  ttlMs: number;
+}
+
+/** [stream, id, group, deliveries, consumer, fields, headers, idempotency] */
 export type RedisStreamsContextArgs = [
   string,
   string,
@@ -8,16 +19,39 @@ export type RedisStreamsContextArgs = [
   number,
   string,
   Record<string, string>,
+  Headers?,
+  IdempotencyHandle?,
 ];
+
+/** Keeps the original error of a failed handler (Nest's RPC exception filter replaces unknown errors). */
+abstract class ErrorCarrier<T extends unknown[]> extends BaseRpcContext<T> {
+  private failure: { error: unknown } | undefined;
+
+  /**
+   * Records the original error of a failed handler, before Nest's exception filter replaces it
+   * (the default RPC filter turns unknown errors into "Internal server error"). Done by
+   * RedisStreamsErrorInterceptor; the dead-letter entry shows it.
+   */
+  setError(error: unknown): void {
+    this.failure = { error };
+  }
+  getError(): unknown {
+    return this.failure?.error;
+  }
+  hasError(): boolean {
+    return this.failure !== undefined;
+  }
+}
+
+const NO_HEADERS: Headers = Object.freeze({});
 
 /**
  * The context of one stream entry, injected with `@Ctx()`. The transport acknowledges the entry
  * after the handler succeeded; `skipAck()` leaves it pending instead (it is delivered again after
  * `claim.minIdleMs`).
  */
-export class RedisStreamsContext extends BaseRpcContext<RedisStreamsContextArgs> {
+export class RedisStreamsContext extends ErrorCarrier<RedisStreamsContextArgs> {
   private ackSkipped = false;
-  private failure: { error: unknown } | undefined;
 
   constructor(args: RedisStreamsContextArgs) {
     super(args);
@@ -45,6 +79,14 @@ export class RedisStreamsContext extends BaseRpcContext<RedisStreamsContextArgs>
   get fields(): Record<string, string> {
     return this.args[5];
   }
+  /** The message's headers (e.g. `traceparent`); empty when it has none. */
+  get headers(): Headers {
+    return this.args[6] ?? NO_HEADERS;
+  }
+  /** Set when the handler is idempotent with the Redis store. */
+  get idempotency(): IdempotencyHandle | undefined {
+    return this.args[7];
+  }
 
   getStream(): string {
     return this.stream;
@@ -64,6 +106,9 @@ export class RedisStreamsContext extends BaseRpcContext<RedisStreamsContextArgs>
   getFields(): Record<string, string> {
     return this.fields;
   }
+  getHeaders(): Headers {
+    return this.headers;
+  }
 
   /** Leave this entry pending (not acknowledged, not dead-lettered) even if the handler succeeds. */
   skipAck(): void {
@@ -72,19 +117,69 @@ export class RedisStreamsContext extends BaseRpcContext<RedisStreamsContextArgs>
   isAckSkipped(): boolean {
     return this.ackSkipped;
   }
+}
 
-  /**
-   * Records the original error of a failed handler, before Nest's exception filter replaces it
-   * (the default RPC filter turns unknown errors into "Internal server error"). Done by
-   * RedisStreamsErrorInterceptor and IdempotencyInterceptor; the dead-letter entry shows it.
-   */
-  setError(error: unknown): void {
-    this.failure = { error };
+/** One entry of a batch, in the order of the payloads. */
+export interface RedisStreamsBatchEntry {
+  id: string;
+  /** 1 = first delivery. */
+  deliveries: number;
+  headers: Headers;
+  /** The raw fields of the entry. */
+  fields: Record<string, string>;
+  /** The L2 idempotency record of the entry (idempotent handler, Redis store). */
+  idempotencyRecord?: string;
+}
+
+/** [stream, group, consumer, entries, idempotency token and ttl] */
+export type RedisStreamsBatchContextArgs = [
+  string,
+  string,
+  string,
+  RedisStreamsBatchEntry[],
+  { token: string; ttlMs: number }?,
+];
+
+/**
+ * The context of a batch handler (`@EventPattern(stream, { batch: true })`), injected with
+ * `@Ctx()`. When the handler returns, every entry is acknowledged except those passed to
+ * `fail(id, error)`, which are retried with backoff (and dead-lettered after
+ * `deadLetter.maxDeliveries`). A thrown error fails the whole batch.
+ */
+export class RedisStreamsBatchContext extends ErrorCarrier<RedisStreamsBatchContextArgs> {
+  private readonly failed = new Map<string, unknown>();
+
+  constructor(args: RedisStreamsBatchContextArgs) {
+    super(args);
   }
-  getError(): unknown {
-    return this.failure?.error;
+
+  get stream(): string {
+    return this.args[0];
   }
-  hasError(): boolean {
-    return this.failure !== undefined;
+  get group(): string {
+    return this.args[1];
+  }
+  get consumer(): string {
+    return this.args[2];
+  }
+  /** The entries, in the order of the payloads. */
+  get entries(): readonly RedisStreamsBatchEntry[] {
+    return this.args[3];
+  }
+  /** The in-progress token and the done TTL of this batch's idempotency records (Redis store). */
+  get idempotency(): { token: string; ttlMs: number } | undefined {
+    return this.args[4];
+  }
+
+  /** Marks one entry failed: it is not acknowledged, and is retried on its own. */
+  fail(id: string, error: unknown = new Error('failed by the handler')): void {
+    if (!this.entries.some((e) => e.id === id))
+      throw new Error(`fail(${id}): no entry with this id in the batch of "${this.stream}"`);
+    this.failed.set(id, error);
+  }
+
+  /** The entries failed so far, with their errors. */
+  get failures(): ReadonlyMap<string, unknown> {
+    return this.failed;
   }
 }

@@ -1,5 +1,7 @@
+import type { Deserializer, Serializer } from '@nestjs/microservices';
 import type { ClusterNode, ClusterOptions, RedisOptions } from 'ioredis';
 import type { BackoffOptions } from '../core/backoff';
+import type { TransportIdempotencyOptions } from '../idempotency/idempotency.options';
 
 /** A Redis Cluster: its seed nodes and ioredis Cluster options. */
 export interface RedisStreamsClusterConnection {
@@ -7,12 +9,14 @@ export interface RedisStreamsClusterConnection {
   clusterOptions?: ClusterOptions;
 }
 
+export type RedisStreamsConnection = string | RedisOptions | RedisStreamsClusterConnection;
+
 export interface RedisStreamsServerOptions {
   /**
    * A redis:// URL or ioredis options (two connections: a blocking reader and one for commands),
    * or `{ cluster: nodes }` for a Redis Cluster (one blocking reader per hash slot of the streams).
    */
-  connection: string | RedisOptions | RedisStreamsClusterConnection;
+  connection: RedisStreamsConnection;
   /** Consumer group, created (with MKSTREAM) on every handled stream if missing. */
   group: string;
   /** Consumer name inside the group. Default `${hostname}-${pid}`. */
@@ -21,30 +25,49 @@ export interface RedisStreamsServerOptions {
   startId?: string;
   read?: { count?: number; blockMs?: number };
   ack?: { batchSize?: number; intervalMs?: number; maxPending?: number; backoff?: BackoffOptions };
+  /** Taking over the pending entries of dead consumers (XAUTOCLAIM). */
   claim?: { minIdleMs?: number; intervalMs?: number; count?: number };
+  /**
+   * When a failed entry is tried again, by this consumer: exponential backoff with jitter after
+   * each failed delivery (default 1 s, 2 s, 4 s ... at most 15 s, +-20 %). `maxMs` must stay below
+   * `claim.minIdleMs`, or other consumers would take the entry over while it waits.
+   */
+  retry?: BackoffOptions;
   deadLetter?: { maxDeliveries?: number; stream?: (stream: string) => string; maxLen?: number };
-  /** Messages whose handler runs at the same time. Default 1000. */
+  /**
+   * Duplicate filtering by the transport, per read batch: an in-process LRU (L1), and with
+   * `store: 'redis'` one script call per batch to Redis (L2). Applies to every handler of this
+   * server; `@Idempotent()` sets a handler's key or TTLs (and turns it on for that handler when
+   * this option is absent, with the memory store).
+   */
+  idempotency?: TransportIdempotencyOptions;
+  /** Entries whose handler runs at the same time (counted per entry for batch handlers). Default 1000. */
   concurrency?: number;
   /** How long close() waits for running handlers, then for the last acks. Default 10_000. */
   shutdownTimeoutMs?: number;
+  /** Nest serializer of replies (request-reply) and deserializer of incoming messages. */
+  serializer?: Serializer;
+  deserializer?: Deserializer;
 }
 
 export interface ResolvedServerOptions {
-  connection: string | RedisOptions | RedisStreamsClusterConnection;
+  connection: RedisStreamsConnection;
   group: string;
   consumer: string;
   startId: string;
   read: { count: number; blockMs: number };
   ack: { batchSize: number; intervalMs: number; maxPending: number; backoff?: BackoffOptions };
   claim: { minIdleMs: number; intervalMs: number; count: number };
+  retry: Required<BackoffOptions>;
   deadLetter: { maxDeliveries: number; stream: (stream: string) => string; maxLen: number };
+  idempotency: TransportIdempotencyOptions | undefined;
   concurrency: number;
   shutdownTimeoutMs: number;
 }
 
 export interface RedisStreamsClientOptions {
-  /** A redis:// URL or ioredis options. Commands issued in the same tick are sent as one pipeline. */
-  connection: string | RedisOptions;
+  /** A redis:// URL, ioredis options, or `{ cluster: nodes }`. Commands of one tick go out as one pipeline. */
+  connection: RedisStreamsConnection;
   /**
    * Keep streams near this length. Trimming uses MINID computed from the groups' state, so it
    * never deletes an entry that a group has not acknowledged: a lagging group makes the stream longer.
@@ -52,4 +75,9 @@ export interface RedisStreamsClientOptions {
   maxLen?: number;
   /** Run the trim after this many emits to a stream. Default max(1, floor(maxLen / 10)). */
   trimEvery?: number;
+  /** How long `send()` waits for a reply, in ms. Default 30_000. */
+  replyTimeoutMs?: number;
+  /** Nest serializer of outgoing messages and deserializer of replies. */
+  serializer?: Serializer;
+  deserializer?: Deserializer;
 }

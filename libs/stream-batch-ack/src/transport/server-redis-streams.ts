@@ -1,73 +1,50 @@
 import { Logger } from '@nestjs/common';
-import { CustomTransportStrategy, Server } from '@nestjs/microservices';
+import { CustomTransportStrategy, MessageHandler, Server } from '@nestjs/microservices';
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
-import { hostname } from 'node:os';
 import { isObservable, lastValueFrom } from 'rxjs';
 import { AckBatcher } from '../core/ack-batcher';
-import { backoffDelay } from '../core/backoff';
-import { decodeEntry } from '../core/entry-codec';
-import {
-  describeError,
-  MalformedEntryError,
-  MaxDeliveriesExceededError,
-  NotInitializedError,
-} from '../core/errors';
-import { LruCache } from '../core/lru-cache';
-import {
-  closeClient,
-  createClusterClient,
-  createRedisClient,
-  isClusterConnection,
-} from '../redis/connection';
-import { defaultDeadLetterStream, groupStreamsForReading, keySlot } from '../redis/keys';
+import { encodePayload, RequestInfo } from '../core/entry-codec';
+import { describeError, NotInitializedError, StreamBatchAckConfigError } from '../core/errors';
+import type { IdempotentOptions } from '../idempotency/idempotency.options';
+import { IdempotencyStore } from '../idempotency/idempotency.store';
+import { closeClient, createRedisClient, isClusterConnection } from '../redis/connection';
+import { groupStreamsForReading, keySlot } from '../redis/keys';
+import { createManagedClient, EventListener } from '../redis/managed-client';
 import { defineStreamScripts, StreamScripts } from '../redis/scripts';
-import { RedisStreamsContext } from './redis-streams.context';
+import { DeadLetterWriter } from './dead-letter-writer';
+import { EntryProcessor, Route } from './entry-processor';
+import { FlowGate } from './flow-gate';
+import { DeliveredEntry, PendingReclaimer } from './pending-reclaimer';
+import { RedisStreamsBatchContext, RedisStreamsContext } from './redis-streams.context';
 import {
   RedisStreamsConnectionType,
   RedisStreamsEvents,
-  RedisStreamsEventsMap,
   RedisStreamsStatus,
 } from './redis-streams.events';
 import { RedisStreamsServerOptions, ResolvedServerOptions } from './redis-streams.options';
+import { emptyServerMetrics, RedisStreamsServerMetrics } from './server-metrics';
+import { resolveServerOptions } from './server-options';
+import { RawEntry, StreamReader } from './stream-reader';
 
-type Entry = [id: string, fields: string[] | null];
 /** The transport id of ServerRedisStreams (for `onProcessingStartHook` and friends). */
 export const REDIS_STREAMS_TRANSPORT = Symbol('REDIS_STREAMS');
+/** How long a reply stream lives after its last reply, unless its client reads and deletes it. */
+const REPLY_STREAM_TTL_MS = 60_000;
 
 type Client = Redis | Cluster;
 type CommandClient = Client & StreamScripts;
 
-export function resolveServerOptions(options: RedisStreamsServerOptions): ResolvedServerOptions {
-  return {
-    connection: options.connection,
-    group: options.group,
-    consumer: options.consumer ?? `${hostname()}-${process.pid}`,
-    startId: options.startId ?? '0',
-    read: { count: options.read?.count ?? 500, blockMs: options.read?.blockMs ?? 100 },
-    ack: {
-      batchSize: options.ack?.batchSize ?? 500,
-      intervalMs: options.ack?.intervalMs ?? 50,
-      maxPending: options.ack?.maxPending ?? 50_000,
-      backoff: options.ack?.backoff,
-    },
-    claim: {
-      minIdleMs: options.claim?.minIdleMs ?? 30_000,
-      intervalMs: options.claim?.intervalMs ?? 5_000,
-      count: options.claim?.count ?? 100,
-    },
-    deadLetter: {
-      maxDeliveries: Math.max(1, options.deadLetter?.maxDeliveries ?? 5),
-      stream: options.deadLetter?.stream ?? defaultDeadLetterStream,
-      maxLen: options.deadLetter?.maxLen ?? 0,
-    },
-    concurrency: Math.max(1, options.concurrency ?? 1000),
-    shutdownTimeoutMs: options.shutdownTimeoutMs ?? 10_000,
-  };
-}
+export { resolveServerOptions };
 
 /**
  * A Nest microservice transport over Redis Streams consumer groups. Every `@EventPattern(stream)`
- * handler consumes one stream; entries are acknowledged in batches after their handler succeeded.
+ * handler consumes one stream (`{ batch: true }`: the whole read batch at once); entries are
+ * acknowledged in batches after their handler succeeded. `@MessagePattern(stream)` answers
+ * `ClientRedisStreams.send()`.
+ *
+ * This class is the bridge to Nest; the work is done by StreamReader (XREADGROUP loops),
+ * EntryProcessor (decode, duplicates, handlers, outcomes), PendingReclaimer (retries with backoff,
+ * dead consumers' entries), DeadLetterWriter, FlowGate (bounds) and AckBatcher (XACK batches).
  */
 export class ServerRedisStreams
   extends Server<RedisStreamsEvents, RedisStreamsStatus>
@@ -78,35 +55,31 @@ export class ServerRedisStreams
 
   /** The first blocking reader (the only one on a single Redis). */
   protected reader: Client | null = null;
-  /** One blocking reader per group of streams that one XREADGROUP call can read. */
   protected readers: Client[] = [];
-  private readGroups: string[][] = [];
   protected commands: CommandClient | null = null;
   protected batcher: AckBatcher | null = null;
   protected isManuallyClosed = false;
-  protected closing = false;
   private closePromise: Promise<void> | null = null;
-  private pendingEventListeners: {
-    event: keyof RedisStreamsEvents;
-    callback: (...args: any[]) => void;
-  }[] = [];
-  private streams: string[] = [];
+  private pendingEventListeners: EventListener[] = [];
+  private readGroups: string[][] = [];
   private readLoops: Promise<void>[] = [];
-  private claimLoop: Promise<void> | null = null;
-  private readonly inFlight = new Set<string>();
-  private readonly running = new Set<Promise<void>>();
-  private readonly wakers = new Set<() => void>();
-  /** Sleepers that only close() interrupts (the claim loop's interval). */
-  private readonly closeWakers = new Set<() => void>();
-  private readonly lastErrors = new LruCache<string>({ maxSize: 10_000, ttlMs: 24 * 3600_000 });
-  private readonly claimCursors = new Map<string, string>();
+  private streamReaders: StreamReader[] = [];
+  private gate: FlowGate | null = null;
+  private reclaimer: PendingReclaimer | null = null;
+  private processor: EntryProcessor | null = null;
+  private idempotency: IdempotencyStore | null = null;
+  private ownedIdempotencyClient: Client | null = null;
+  private readonly routes = new Map<string, Route>();
+  private readonly counters = emptyServerMetrics();
+  private readonly customDeserializer: boolean;
 
   constructor(options: RedisStreamsServerOptions) {
     super();
     this.transportId = REDIS_STREAMS_TRANSPORT;
     this.options = resolveServerOptions(options);
-    this.initializeSerializer(options as any);
-    this.initializeDeserializer(options as any);
+    this.initializeSerializer(options);
+    this.initializeDeserializer(options);
+    this.customDeserializer = options.deserializer !== undefined;
   }
 
   listen(callback: (...optionalParams: unknown[]) => any): void {
@@ -117,37 +90,208 @@ export class ServerRedisStreams
   }
 
   protected async start(): Promise<void> {
-    this.streams = [...this.messageHandlers.keys()];
+    this.resolveRoutes();
+    const streams = [...this.routes.keys()];
     const cluster = isClusterConnection(this.options.connection);
-    if (cluster) this.checkClusterSlots();
-    this.readGroups = groupStreamsForReading(this.streams, cluster);
-    const readerCount = Math.max(1, this.readGroups.length);
-    this.readers = Array.from({ length: readerCount }, () =>
+    if (cluster) this.checkClusterSlots(streams);
+    this.readGroups = groupStreamsForReading(streams, cluster);
+    this.readers = Array.from({ length: Math.max(1, this.readGroups.length) }, () =>
       this.createClient('reader', { maxRetriesPerRequest: null }),
     );
     this.reader = this.readers[0];
-    this.commands = defineStreamScripts(this.createClient('command', {}));
+    const commands = defineStreamScripts(this.createClient('command', {}));
+    this.commands = commands;
     this.pendingEventListeners = [];
-    await Promise.all([...this.readers.map((r) => r.connect()), this.commands.connect()]);
+    await Promise.all([...this.readers.map((r) => r.connect()), commands.connect()]);
     await this.ensureGroups();
-    this.batcher = new AckBatcher(
-      (stream, ids) => this.unwrapCommands().xack(stream, this.options.group, ...ids),
-      {
-        batchSize: this.options.ack.batchSize,
-        intervalMs: this.options.ack.intervalMs,
-        backoff: this.options.ack.backoff,
-        onError: (err) => this.logger.warn(err.message),
-      },
+    this.idempotency = this.createIdempotencyStore(commands);
+
+    const { options } = this;
+    const batcher = new AckBatcher((stream, ids) => commands.xack(stream, options.group, ...ids), {
+      batchSize: options.ack.batchSize,
+      intervalMs: options.ack.intervalMs,
+      backoff: options.ack.backoff,
+      onError: (err) => this.logger.warn(err.message),
+    });
+    this.batcher = batcher;
+    const gate = new FlowGate(
+      { concurrency: options.concurrency, maxPending: options.ack.maxPending },
+      () => batcher.size + (this.reclaimer?.waiting ?? 0),
     );
-    this.batcher.onChange(() => this.wake());
-    if (this.streams.length === 0) {
-      this.logger.warn('No @EventPattern handlers registered: nothing to read.');
+    this.gate = gate;
+    batcher.onChange(() => gate.progress());
+    this.reclaimer = new PendingReclaimer(
+      commands,
+      {
+        group: options.group,
+        consumer: options.consumer,
+        claim: options.claim,
+        retry: options.retry,
+      },
+      gate,
+      {
+        isBusy: (stream, id) => this.processor!.isBusy(stream, id),
+        deliver: (stream, entries) => this.deliver(stream, entries),
+        acknowledge: (stream, id) => batcher.add(stream, id),
+      },
+      this.logger,
+    );
+    this.processor = new EntryProcessor({
+      group: options.group,
+      consumer: options.consumer,
+      maxDeliveries: options.deadLetter.maxDeliveries,
+      gate,
+      batcher,
+      reclaimer: this.reclaimer,
+      deadLetters: new DeadLetterWriter(commands, {
+        group: options.group,
+        consumer: options.consumer,
+        deadLetterStream: options.deadLetter.stream,
+        maxLen: options.deadLetter.maxLen,
+      }),
+      idempotency: this.idempotency,
+      metrics: this.counters,
+      logger: this.logger,
+      invoke: (route, payload, ctx) => this.invoke(route, payload, ctx),
+      deserialize: (route, payload, request) => this.deserializePayload(route, payload, request),
+      reply: (request, result) => this.reply(request, result),
+    });
+    if (streams.length === 0) {
+      this.logger.warn('No @EventPattern or @MessagePattern handlers registered: nothing to read.');
       return;
     }
-    this.readLoops = this.readGroups.map((streams, i) =>
-      this.runReadLoop(this.readers[i], streams),
+    this.streamReaders = this.readGroups.map(
+      (group, i) =>
+        new StreamReader(
+          this.readers[i],
+          group,
+          {
+            group: options.group,
+            consumer: options.consumer,
+            count: options.read.count,
+            blockMs: options.read.blockMs,
+          },
+          gate,
+          (stream, entries) => this.deliver(stream, toDelivered(entries)),
+          () => this.ensureGroups(),
+          this.logger,
+        ),
     );
-    this.claimLoop = this.runClaimLoop();
+    this.readLoops = this.streamReaders.map((r) => r.run());
+    this.reclaimer.start(streams);
+  }
+
+  /** Reads each handler's decorators once: batch mode, request-reply, idempotency. */
+  private resolveRoutes(): void {
+    this.routes.clear();
+    const idem = this.options.idempotency;
+    for (const [pattern, handler] of this.messageHandlers) {
+      const extras = (handler as MessageHandler).extras ?? {};
+      const batch = extras.batch === true;
+      const replies = !(handler as MessageHandler).isEventHandler;
+      if (batch && replies)
+        throw new StreamBatchAckConfigError(
+          'batch',
+          `@MessagePattern('${pattern}') cannot take batches: use @EventPattern('${pattern}', { batch: true }).`,
+        );
+      const marked = extras.idempotent as IdempotentOptions | undefined;
+      const route: Route = { stream: pattern, batch, replies };
+      if (marked || idem)
+        route.idempotent = {
+          key: marked?.key,
+          ttlMs: marked?.ttlMs ?? idem?.ttlMs ?? 60_000,
+          lockMs: marked?.lockMs ?? idem?.lockMs ?? 30_000,
+        };
+      this.routes.set(pattern, route);
+    }
+  }
+
+  private createIdempotencyStore(commands: CommandClient): IdempotencyStore | null {
+    const idem = this.options.idempotency;
+    if (![...this.routes.values()].some((r) => r.idempotent)) return null;
+    let redis: Client | null = null;
+    if (idem?.store === 'redis') {
+      if (idem.redis === undefined) redis = commands;
+      else if (typeof idem.redis === 'string' || !('status' in idem.redis)) {
+        redis = createRedisClient(idem.redis as string | RedisOptions, {});
+        this.ownedIdempotencyClient = redis;
+      } else redis = idem.redis as Client;
+    }
+    return new IdempotencyStore({
+      redis,
+      keyPrefix: idem?.keyPrefix,
+      ttlMs: idem?.ttlMs,
+      lockMs: idem?.lockMs,
+      maxSize: idem?.maxSize,
+    });
+  }
+
+  private deliver(stream: string, entries: DeliveredEntry[]): void {
+    const route = this.routes.get(stream);
+    if (!route) {
+      this.logger.error(
+        `No handler for stream "${stream}"; ${entries.length} entries stay pending.`,
+      );
+      return;
+    }
+    this.processor!.process(route, entries);
+  }
+
+  /**
+   * Calls the handler through Nest (guards, interceptors, pipes, filters). The patterns are the
+   * stream keys: a direct map lookup (Nest's getHandlerByPattern first tries JSON.parse on the
+   * pattern, and the exception it throws per message costs more than the rest of the handling).
+   */
+  private async invoke(
+    route: Route,
+    payload: unknown,
+    ctx: RedisStreamsContext | RedisStreamsBatchContext,
+  ): Promise<unknown> {
+    const handler = this.messageHandlers.get(route.stream)!;
+    let response: unknown;
+    try {
+      await this.onProcessingStartHook(this.transportId!, ctx, async () => {
+        const result: unknown = await handler(payload, ctx);
+        // An Observable (interceptors, or a handler that returns one) completes before the ack;
+        // a plain value needs no round through rxjs.
+        response = isObservable(result)
+          ? await lastValueFrom(result, { defaultValue: undefined })
+          : result;
+      });
+    } finally {
+      this.onProcessingEndHook?.(this.transportId!, ctx);
+    }
+    return response;
+  }
+
+  private deserializePayload(route: Route, payload: unknown, request?: RequestInfo): unknown {
+    if (!this.customDeserializer) return payload;
+    const packet = this.deserializer.deserialize(
+      request
+        ? { pattern: route.stream, data: payload, id: request.id }
+        : { pattern: route.stream, data: payload },
+      { channel: route.stream },
+    ) as { data?: unknown };
+    return packet && typeof packet === 'object' && 'data' in packet ? packet.data : packet;
+  }
+
+  /** Appends the reply to the client's reply stream, which expires unless the client is alive. */
+  private async reply(
+    request: RequestInfo,
+    result: { response?: unknown; err?: unknown },
+  ): Promise<void> {
+    const commands = this.unwrapCommands();
+    const packet = this.serializer.serialize({
+      id: request.id,
+      response: result.response,
+      err: result.err === undefined ? undefined : describeError(result.err),
+      isDisposed: true,
+    });
+    await commands
+      .multi()
+      .call('XADD', request.replyTo, 'MAXLEN', '~', 10_000, '*', ...encodePayload(packet))
+      .pexpire(request.replyTo, REPLY_STREAM_TTL_MS)
+      .exec();
   }
 
   /** The streams each blocking reader reads with one XREADGROUP call (one group on a single Redis). */
@@ -156,8 +300,8 @@ export class ServerRedisStreams
   }
 
   /** On a Cluster, the dead-letter script touches a stream and its dead-letter stream: one slot. */
-  private checkClusterSlots(): void {
-    for (const stream of this.streams) {
+  private checkClusterSlots(streams: string[]): void {
+    for (const stream of streams) {
       const dlq = this.options.deadLetter.stream(stream);
       if (keySlot(dlq) !== keySlot(stream))
         throw new Error(
@@ -170,7 +314,7 @@ export class ServerRedisStreams
 
   /** The entries handled right now. */
   get inFlightCount(): number {
-    return this.inFlight.size;
+    return this.gate?.inFlight ?? 0;
   }
 
   /** Ids processed and waiting for their batched XACK. */
@@ -178,9 +322,25 @@ export class ServerRedisStreams
     return this.batcher?.size ?? 0;
   }
 
+  /** Failed entries waiting for their retry (backoff). */
+  get waitingRetries(): number {
+    return this.reclaimer?.waiting ?? 0;
+  }
+
+  /** Counters since start. */
+  metrics(): RedisStreamsServerMetrics {
+    return structuredClone(this.counters);
+  }
+
   /** Acknowledge every queued id now (normally done by size/interval). */
   async flushAcks(): Promise<void> {
     await this.batcher?.flush();
+  }
+
+  /** One XAUTOCLAIM round on `stream` (normally run every `claim.intervalMs`). */
+  async claimOnce(stream: string): Promise<number> {
+    if (!this.reclaimer) throw new NotInitializedError('ServerRedisStreams');
+    return this.reclaimer.claimOnce(stream);
   }
 
   async close(): Promise<void> {
@@ -190,29 +350,17 @@ export class ServerRedisStreams
 
   private async doClose(): Promise<void> {
     this.isManuallyClosed = true;
-    this.closing = true;
-    this.wake();
-    for (const w of [...this.closeWakers]) w();
-    // 1. Stop reading: disconnecting the blocking connection breaks out of BLOCK.
+    this.gate?.close();
+    // 1. Stop reading: disconnecting the blocking connections breaks out of BLOCK.
     for (const reader of this.readers) reader.disconnect();
-    await Promise.allSettled([...this.readLoops, this.claimLoop]);
+    await Promise.allSettled([...this.readLoops, this.reclaimer?.stop()]);
     // 2. Let running handlers finish, within the bound.
     const deadline = Date.now() + this.options.shutdownTimeoutMs;
-    if (this.running.size > 0) {
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      await Promise.race([
-        Promise.allSettled([...this.running]),
-        new Promise<void>(
-          (resolve) => (timer = setTimeout(resolve, this.options.shutdownTimeoutMs)),
-        ),
-      ]);
-      clearTimeout(timer);
-      if (this.running.size > 0) {
-        this.logger.warn(
-          `${this.running.size} handler(s) still running after ${this.options.shutdownTimeoutMs} ms; their entries stay pending and will be delivered again.`,
-        );
-      }
-    }
+    const still = (await this.processor?.drain(this.options.shutdownTimeoutMs)) ?? 0;
+    if (still > 0)
+      this.logger.warn(
+        `${still} handler call(s) still running after ${this.options.shutdownTimeoutMs} ms; their entries stay pending and will be delivered again.`,
+      );
     // 3. Flush every queued ack.
     if (this.batcher) {
       const left = await this.batcher.close(Math.max(1000, deadline - Date.now()));
@@ -222,7 +370,7 @@ export class ServerRedisStreams
         );
     }
     // 4. Close the connections.
-    await closeClient(this.commands);
+    await Promise.all([closeClient(this.ownedIdempotencyClient), closeClient(this.commands)]);
     this.pendingEventListeners = [];
   }
 
@@ -254,44 +402,25 @@ export class ServerRedisStreams
   }
 
   protected createClient(type: RedisStreamsConnectionType, overrides: RedisOptions): Client {
-    const { connection } = this.options;
-    const userRetry = isClusterConnection(connection)
-      ? connection.clusterOptions?.clusterRetryStrategy
-      : typeof connection === 'object'
-        ? connection.retryStrategy
-        : undefined;
-    const options: RedisOptions = {
-      ...overrides,
-      lazyConnect: true,
-      retryStrategy: (times: number) => {
-        if (this.isManuallyClosed) return null;
-        return userRetry ? userRetry(times) : Math.min(times * 50, 2000);
+    return createManagedClient(this.options.connection, overrides, {
+      type,
+      logger: this.logger,
+      isClosed: () => this.isManuallyClosed,
+      listeners: this.pendingEventListeners,
+      onStatus: (status) => {
+        if (status !== RedisStreamsStatus.CONNECTED) this._status$.next(status);
+        else if (
+          this.readers.every((r) => r.status === 'ready') &&
+          this.commands?.status === 'ready'
+        )
+          this._status$.next(status);
       },
-    };
-    const client: Client = isClusterConnection(connection)
-      ? createClusterClient(connection, options)
-      : createRedisClient(connection, options);
-    client.on(RedisStreamsEventsMap.ERROR, (err: Error) => {
-      if (!this.isManuallyClosed) this.logger.error(`Redis ${type} connection: ${err.message}`);
     });
-    client.on(RedisStreamsEventsMap.RECONNECTING, () => {
-      if (!this.isManuallyClosed) this._status$.next(RedisStreamsStatus.RECONNECTING);
-    });
-    client.on(RedisStreamsEventsMap.READY, () => {
-      if (this.readers.every((r) => r.status === 'ready') && this.commands?.status === 'ready')
-        this._status$.next(RedisStreamsStatus.CONNECTED);
-    });
-    client.on(RedisStreamsEventsMap.END, () => {
-      this._status$.next(RedisStreamsStatus.DISCONNECTED);
-    });
-    for (const { event, callback } of this.pendingEventListeners)
-      client.on(event, (...args: unknown[]) => callback(type, ...args));
-    return client;
   }
 
   protected async ensureGroups(): Promise<void> {
     const commands = this.unwrapCommands();
-    for (const stream of this.streams) {
+    for (const stream of this.routes.keys()) {
       try {
         await commands.call(
           'XGROUP',
@@ -306,292 +435,10 @@ export class ServerRedisStreams
       }
     }
   }
+}
 
-  // ---------------------------------------------------------------- flow control
-
-  private wake(): void {
-    const wakers = [...this.wakers];
-    this.wakers.clear();
-    for (const w of wakers) w();
-  }
-
-  /**
-   * Resolves after `ms`, or earlier on close(); with `onProgress` also on the next wake()
-   * (a handler finished or acks were sent: the read loop waits for room that way).
-   */
-  private pause(ms: number, onProgress = true): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const wakers = onProgress ? this.wakers : this.closeWakers;
-      const timer = setTimeout(done, ms);
-      const waker = (): void => done();
-      function done(): void {
-        clearTimeout(timer);
-        wakers.delete(waker);
-        resolve();
-      }
-      wakers.add(waker);
-    });
-  }
-
-  /**
-   * How many more entries may be taken now: free handler slots (`concurrency`), and room under
-   * `ack.maxPending` for entries not yet acknowledged, counting both the ids waiting for their
-   * XACK and the entries whose handler runs (each of those becomes a queued id when it succeeds).
-   */
-  private capacity(): number {
-    const unacked = (this.batcher?.size ?? 0) + this.inFlight.size;
-    return Math.max(
-      0,
-      Math.min(
-        this.options.concurrency - this.inFlight.size,
-        this.options.ack.maxPending - unacked,
-      ),
-    );
-  }
-
-  // ---------------------------------------------------------------- reading
-
-  private async runReadLoop(reader: Client, streams: string[]): Promise<void> {
-    let failures = 0;
-    while (!this.closing) {
-      const room = this.capacity();
-      if (room === 0) {
-        await this.pause(100);
-        continue;
-      }
-      let reply: [string, Entry[]][] | null;
-      try {
-        reply = (await reader.call(
-          'XREADGROUP',
-          'GROUP',
-          this.options.group,
-          this.options.consumer,
-          'COUNT',
-          Math.min(this.options.read.count, room),
-          'BLOCK',
-          this.options.read.blockMs,
-          'STREAMS',
-          ...streams,
-          ...streams.map(() => '>'),
-        )) as [string, Entry[]][] | null;
-        failures = 0;
-      } catch (err) {
-        if (this.closing) break;
-        failures++;
-        const message = describeError(err);
-        if (message.startsWith('NOGROUP')) {
-          this.logger.warn(
-            `Consumer group "${this.options.group}" is missing (stream deleted?): creating it again.`,
-          );
-          await this.ensureGroups().catch((e) => this.logger.error(describeError(e)));
-        } else {
-          this.logger.error(`XREADGROUP failed: ${message}`);
-        }
-        await this.pause(backoffDelay(failures, { initialMs: 100, maxMs: 5000 }), false);
-        continue;
-      }
-      if (!reply) continue;
-      for (const [stream, entries] of reply) {
-        for (const [id, fields] of entries) this.dispatch(stream, id, fields, 1);
-      }
-    }
-  }
-
-  // ---------------------------------------------------------------- recovery
-
-  private async runClaimLoop(): Promise<void> {
-    while (!this.closing) {
-      await this.pause(this.options.claim.intervalMs, false);
-      if (this.closing) break;
-      for (const stream of this.streams) {
-        if (this.closing) break;
-        try {
-          await this.claimOnce(stream);
-        } catch (err) {
-          if (!this.closing)
-            this.logger.error(`XAUTOCLAIM on "${stream}" failed: ${describeError(err)}`);
-        }
-      }
-    }
-  }
-
-  /** One XAUTOCLAIM round on `stream`: takes entries idle longer than minIdleMs and handles them. */
-  async claimOnce(stream: string): Promise<number> {
-    const room = this.capacity();
-    if (room === 0) return 0;
-    const commands = this.unwrapCommands();
-    const { group, consumer } = this.options;
-    const cursor = this.claimCursors.get(stream) ?? '0-0';
-    const reply = (await commands.call(
-      'XAUTOCLAIM',
-      stream,
-      group,
-      consumer,
-      this.options.claim.minIdleMs,
-      cursor,
-      'COUNT',
-      Math.min(this.options.claim.count, room),
-    )) as [string, Entry[], string[]?];
-    const [next, entries] = reply;
-    this.claimCursors.set(stream, next);
-    const live = entries.filter(
-      ([id, fields]) =>
-        fields !== null &&
-        !this.inFlight.has(`${stream}\u0000${id}`) &&
-        !this.batcher?.has(stream, id),
-    );
-    // Entries deleted from the stream while pending (Redis < 7 returns them with nil fields): acknowledge them.
-    for (const [id, fields] of entries) if (fields === null) this.batcher?.add(stream, id);
-    if (live.length === 0) return 0;
-    const pipeline = commands.pipeline();
-    for (const [id] of live) pipeline.call('XPENDING', stream, group, id, id, 1);
-    const counts = (await pipeline.exec()) ?? [];
-    live.forEach(([id, fields], i) => {
-      const [err, rows] = counts[i] ?? [];
-      const row =
-        !err && Array.isArray(rows) && rows.length > 0
-          ? (rows[0] as [string, string, number, number])
-          : undefined;
-      if (!row) return; // acknowledged in the meantime
-      this.dispatch(stream, id, fields, Number(row[3]));
-    });
-    return live.length;
-  }
-
-  // ---------------------------------------------------------------- handling
-
-  private dispatch(stream: string, id: string, fields: string[] | null, deliveries: number): void {
-    const key = `${stream}\u0000${id}`;
-    if (this.inFlight.has(key)) return;
-    this.inFlight.add(key);
-    const done = (): void => {
-      this.inFlight.delete(key);
-      this.running.delete(run);
-      if (this.wakers.size > 0) this.wake();
-    };
-    const run: Promise<void> = this.handleEntry(stream, id, fields, deliveries).then(
-      done,
-      (err: unknown) => {
-        this.logger.error(`Entry ${id} of "${stream}": ${describeError(err)}`);
-        done();
-      },
-    );
-    this.running.add(run);
-  }
-
-  protected async handleEntry(
-    stream: string,
-    id: string,
-    flat: string[] | null,
-    deliveries: number,
-  ): Promise<void> {
-    const decoded = decodeEntry(flat);
-    const { maxDeliveries } = this.options.deadLetter;
-    if (!decoded.ok) {
-      const error = new MalformedEntryError(stream, id, decoded.error);
-      this.logger.warn(error.message);
-      await this.deadLetter(stream, id, decoded.fields, deliveries, 'malformed', error);
-      return;
-    }
-    if (deliveries > maxDeliveries) {
-      const error = new MaxDeliveriesExceededError(
-        stream,
-        id,
-        deliveries - 1,
-        this.lastErrors.get(`${stream}\u0000${id}`),
-      );
-      this.logger.warn(error.message);
-      await this.deadLetter(stream, id, decoded.fields, deliveries - 1, 'max-deliveries', error);
-      return;
-    }
-    // The patterns are the stream keys themselves: a direct lookup (Nest's getHandlerByPattern
-    // first tries JSON.parse on the pattern, and the exception it throws per message costs more
-    // than the rest of the handling).
-    const handler = this.messageHandlers.get(stream) ?? this.getHandlerByPattern(stream);
-    if (!handler) {
-      this.logger.error(`No handler for stream "${stream}"; entry ${id} stays pending.`);
-      return;
-    }
-    const ctx = new RedisStreamsContext([
-      stream,
-      id,
-      this.options.group,
-      deliveries,
-      this.options.consumer,
-      decoded.fields,
-    ]);
-    try {
-      await this.onProcessingStartHook(this.transportId!, ctx, async () => {
-        const result: unknown = await handler(decoded.payload, ctx);
-        // An Observable (interceptors, or a handler that returns one) completes before the ack;
-        // a plain value needs no round through rxjs.
-        if (isObservable(result)) await lastValueFrom(result, { defaultValue: undefined });
-      });
-    } catch (err) {
-      const error = ctx.hasError() ? ctx.getError() : err;
-      this.onProcessingEndHook?.(this.transportId!, ctx);
-      const message = describeError(error);
-      this.lastErrors.set(`${stream}\u0000${id}`, message);
-      if (deliveries >= maxDeliveries) {
-        this.logger.warn(
-          `Entry ${id} of "${stream}" failed on delivery ${deliveries}/${maxDeliveries} (${message}): moving it to the dead-letter stream.`,
-        );
-        await this.deadLetter(stream, id, decoded.fields, deliveries, 'handler-failed', error);
-      } else {
-        this.logger.warn(
-          `Entry ${id} of "${stream}" failed on delivery ${deliveries}/${maxDeliveries} (${message}); it stays pending and is retried after ${this.options.claim.minIdleMs} ms.`,
-        );
-      }
-      return;
-    }
-    this.onProcessingEndHook?.(this.transportId!, ctx);
-    if (ctx.isAckSkipped()) return;
-    // Only a redelivered entry can have a recorded error.
-    if (deliveries > 1) this.lastErrors.delete(`${stream}\u0000${id}`);
-    this.batcher?.add(stream, id);
-  }
-
-  /** Moves an entry to the dead-letter stream and acknowledges it, in one Lua script. */
-  protected async deadLetter(
-    stream: string,
-    id: string,
-    fields: Record<string, string>,
-    deliveries: number,
-    reason: 'malformed' | 'max-deliveries' | 'handler-failed',
-    error: unknown,
-  ): Promise<void> {
-    const dlq = this.options.deadLetter.stream(stream);
-    const errorName = error instanceof Error ? error.name : typeof error;
-    const stack = error instanceof Error && error.stack ? error.stack : '';
-    await this.unwrapCommands().sbaDeadLetter(
-      stream,
-      dlq,
-      this.options.group,
-      id,
-      String(this.options.deadLetter.maxLen),
-      'stream',
-      stream,
-      'id',
-      id,
-      'group',
-      this.options.group,
-      'consumer',
-      this.options.consumer,
-      'deliveries',
-      String(deliveries),
-      'reason',
-      reason,
-      'error',
-      describeError(error),
-      'errorName',
-      errorName,
-      'stack',
-      stack,
-      'failedAt',
-      new Date().toISOString(),
-      'fields',
-      JSON.stringify(fields),
-    );
-    this.lastErrors.delete(`${stream}\u0000${id}`);
-  }
+function toDelivered(entries: RawEntry[]): DeliveredEntry[] {
+  const out: DeliveredEntry[] = [];
+  for (const [id, fields] of entries) if (fields) out.push({ id, fields, deliveries: 1 });
+  return out;
 }

@@ -39,11 +39,7 @@ class WorkerController {
 }
 
 @Module({
-  imports: [
-    RedisStreamsModule.forRoot({
-      idempotency: { redis: REDIS_URL, keyPrefix: env('IDEM_PREFIX') },
-    }),
-  ],
+  imports: [RedisStreamsModule.forRoot()],
   controllers: [WorkerController],
 })
 class WorkerModule {}
@@ -59,6 +55,7 @@ async function main(): Promise<void> {
       read: { count: 10, blockMs: 50 },
       ack: { batchSize: 10_000, intervalMs: 60_000 }, // nothing is acked before the kill
       claim: { minIdleMs: 60_000, intervalMs: 60_000 },
+      idempotency: { store: 'redis', keyPrefix: env('IDEM_PREFIX') },
     }),
   });
   await app.listen();

@@ -1,0 +1,62 @@
+/**
+ * idem-begin-1: check-and-mark a batch of keys in one call.
+ *   KEYS     the records
+ *   ARGV[1]  token of this batch   ARGV[2] lockMs
+ * Returns one number per key: 0 acquired (now holds the token), 1 in progress elsewhere, 2 done.
+ */
+export const IDEMPOTENCY_BEGIN_LUA = `
+local out = {}
+for i, key in ipairs(KEYS) do
+  local v = redis.call('GET', key)
+  if v == 'done' then out[i] = 2
+  elseif v then out[i] = 1
+  else
+    redis.call('SET', key, ARGV[1], 'PX', ARGV[2])
+    out[i] = 0
+  end
+end
+return out
+`;
+
+/**
+ * idem-finish-1: after the handler, marks the succeeded keys done and forgets the failed ones.
+ *   KEYS     done records, then failed records
+ *   ARGV[1]  token   ARGV[2] ttlMs   ARGV[3] number of done records
+ * A record is changed only while it holds the token (or, for done, has expired): a key that
+ * another consumer took over after our lock expired is left to that consumer.
+ */
+export const IDEMPOTENCY_FINISH_LUA = `
+local doneCount = tonumber(ARGV[3])
+for i, key in ipairs(KEYS) do
+  local v = redis.call('GET', key)
+  if i <= doneCount then
+    if v == ARGV[1] or not v then redis.call('SET', key, 'done', 'PX', ARGV[2]) end
+  elseif v == ARGV[1] then
+    redis.call('DEL', key)
+  end
+end
+return 0
+`;
+
+/**
+ * A Lua function to paste at the top of your own script, to make an effect stored in Redis and
+ * its "done" mark one atomic step:
+ *
+ *   if sba_take(KEYS[i], token, ttlMs) then ...apply the effect of entry i... end
+ *
+ * `sba_take` returns true, and marks the record done, only while the record holds this batch's
+ * token (the transport's in-progress mark) or has expired; a record that is already done or
+ * taken by another consumer returns false. The records and the token are in the context
+ * (`ctx.idempotency`). On a Cluster the records and the effect's keys must share a hash slot
+ * (a hash tag in `idempotency.keyPrefix`).
+ */
+export const IDEMPOTENT_EFFECT_LUA = `
+local function sba_take(record, token, ttlMs)
+  local v = redis.call('GET', record)
+  if v == token or not v then
+    redis.call('SET', record, 'done', 'PX', ttlMs)
+    return true
+  end
+  return false
+end
+`;

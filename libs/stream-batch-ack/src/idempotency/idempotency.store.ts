@@ -1,0 +1,164 @@
+import { randomUUID } from 'node:crypto';
+import type { Cluster, Redis } from 'ioredis';
+import { LruCache } from '../core/lru-cache';
+import { keySlot } from '../redis/keys';
+import { IDEMPOTENCY_BEGIN_LUA, IDEMPOTENCY_FINISH_LUA } from './idempotency-scripts';
+
+export type IdempotencyState = 'acquired' | 'processing' | 'done';
+
+export interface IdempotencyStoreOptions {
+  /** L2, shared by every consumer. Without it only the in-process L1 is used. */
+  redis?: Redis | Cluster | null;
+  keyPrefix?: string;
+  /** How long a processed key is remembered, in ms. Default 60_000. */
+  ttlMs?: number;
+  /** How long an in-progress key blocks other consumers if its consumer dies, in ms. Default 30_000. */
+  lockMs?: number;
+  /** L1 size bound. Default 100_000. */
+  maxSize?: number;
+}
+
+export interface BeginResult {
+  /** The token that marks this batch's keys in progress (see IDEMPOTENT_EFFECT_LUA). */
+  token: string;
+  states: IdempotencyState[];
+  /** How many of the 'done' answers came from L2 (the rest from L1). */
+  doneInL2: number;
+}
+
+type Scripted = (Redis | Cluster) & {
+  sbaIdemBegin(...args: (string | number)[]): Promise<number[]>;
+  sbaIdemFinish(...args: (string | number)[]): Promise<number>;
+};
+
+const DONE = 'done';
+/** Tokens of an L1-only store need only be unique within the process. */
+let localTokens = 0;
+
+/**
+ * Duplicate filter by idempotency key, a batch at a time: L1 (in-process LRU with TTL) in front of
+ * an optional L2 (Redis: one script call per batch, per hash slot on a Cluster). A key is
+ * 'acquired' (run it), 'processing' (another run holds it: skip, do not acknowledge) or 'done'
+ * (skip and acknowledge).
+ */
+export class IdempotencyStore {
+  readonly keyPrefix: string;
+  readonly ttlMs: number;
+  readonly lockMs: number;
+  private readonly l1: LruCache<string>;
+  private readonly redis: Scripted | null;
+  private readonly cluster: boolean;
+
+  constructor(options: IdempotencyStoreOptions = {}) {
+    this.keyPrefix = options.keyPrefix ?? 'sba:idem:';
+    this.ttlMs = options.ttlMs ?? 60_000;
+    this.lockMs = options.lockMs ?? 30_000;
+    this.l1 = new LruCache<string>({ maxSize: options.maxSize ?? 100_000, ttlMs: this.ttlMs });
+    const redis = options.redis ?? null;
+    if (redis) {
+      const scripted = redis as unknown as Partial<Scripted>;
+      if (!scripted.sbaIdemBegin)
+        redis.defineCommand('sbaIdemBegin', { lua: IDEMPOTENCY_BEGIN_LUA });
+      if (!scripted.sbaIdemFinish)
+        redis.defineCommand('sbaIdemFinish', { lua: IDEMPOTENCY_FINISH_LUA });
+    }
+    this.redis = redis as unknown as Scripted | null;
+    this.cluster = !!redis && (redis as { isCluster?: boolean }).isCluster === true;
+  }
+
+  get hasL2(): boolean {
+    return this.redis !== null;
+  }
+
+  /** The L2 record of `key`. */
+  record(key: string): string {
+    return this.keyPrefix + key;
+  }
+
+  /** Checks `keys` and marks those free as in progress, with one round trip to L2 (per slot). */
+  async begin(keys: readonly string[], lockMs = this.lockMs): Promise<BeginResult> {
+    const states: IdempotencyState[] = new Array(keys.length);
+    const token = this.redis ? `p:${randomUUID()}` : `p:${++localTokens}`;
+    const ask: number[] = [];
+    keys.forEach((key, i) => {
+      const local = this.l1.get(key);
+      if (local === DONE) states[i] = 'done';
+      else if (local !== undefined) states[i] = 'processing';
+      else if (!this.redis) {
+        this.l1.set(key, token, lockMs);
+        states[i] = 'acquired';
+      } else ask.push(i);
+    });
+    if (ask.length === 0) return { token, states, doneInL2: 0 };
+    let doneInL2 = 0;
+    // Held locally while L2 answers, so that the same key in a concurrent batch waits its turn.
+    for (const i of ask) this.l1.set(keys[i], token, lockMs);
+    try {
+      await Promise.all(
+        this.bySlot(ask, keys).map(async (group) => {
+          const answers = await this.redis!.sbaIdemBegin(
+            group.length,
+            ...group.map((i) => this.record(keys[i])),
+            token,
+            lockMs,
+          );
+          group.forEach((i, n) => {
+            const answer = Number(answers[n]);
+            if (answer === 0) states[i] = 'acquired';
+            else if (answer === 2) {
+              states[i] = 'done';
+              doneInL2++;
+              this.l1.set(keys[i], DONE, this.ttlMs);
+            } else {
+              states[i] = 'processing';
+              this.l1.delete(keys[i]);
+            }
+          });
+        }),
+      );
+    } catch (err) {
+      for (const i of ask) if (this.l1.get(keys[i]) === token) this.l1.delete(keys[i]);
+      throw err;
+    }
+    return { token, states, doneInL2 };
+  }
+
+  /** Marks `done` processed and forgets `failed` (so that their retry runs): one round trip to L2 (per slot). */
+  async finish(
+    token: string,
+    done: readonly string[],
+    failed: readonly string[],
+    ttlMs = this.ttlMs,
+  ): Promise<void> {
+    for (const key of done) this.l1.set(key, DONE, ttlMs);
+    for (const key of failed) if (this.l1.get(key) === token) this.l1.delete(key);
+    if (!this.redis || done.length + failed.length === 0) return;
+    const all = [...done, ...failed];
+    const indexes = all.map((_, i) => i);
+    await Promise.all(
+      this.bySlot(indexes, all).map((group) => {
+        const doneHere = group.filter((i) => i < done.length);
+        const failedHere = group.filter((i) => i >= done.length);
+        const records = [...doneHere, ...failedHere].map((i) => this.record(all[i]));
+        return this.redis!.sbaIdemFinish(records.length, ...records, token, ttlMs, doneHere.length);
+      }),
+    );
+  }
+
+  /** Forgets everything this process remembers (L1). */
+  clearLocal(): void {
+    this.l1.clear();
+  }
+
+  private bySlot(indexes: number[], keys: readonly string[]): number[][] {
+    if (!this.cluster) return [indexes];
+    const groups = new Map<number, number[]>();
+    for (const i of indexes) {
+      const slot = keySlot(this.record(keys[i]));
+      const group = groups.get(slot);
+      if (group) group.push(i);
+      else groups.set(slot, [i]);
+    }
+    return [...groups.values()];
+  }
+}

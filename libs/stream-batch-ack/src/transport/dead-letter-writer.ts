@@ -1,0 +1,60 @@
+import type { Cluster, Redis } from 'ioredis';
+import { describeError } from '../core/errors';
+import type { StreamScripts } from '../redis/scripts';
+
+export type DeadLetterReason = 'malformed' | 'max-deliveries' | 'handler-failed';
+
+/** Moves entries to their dead-letter stream and acknowledges them, one Lua script per entry. */
+export class DeadLetterWriter {
+  constructor(
+    private readonly commands: (Redis | Cluster) & StreamScripts,
+    private readonly options: {
+      group: string;
+      consumer: string;
+      deadLetterStream: (stream: string) => string;
+      maxLen: number;
+    },
+  ) {}
+
+  async write(
+    stream: string,
+    id: string,
+    fields: Record<string, string>,
+    deliveries: number,
+    reason: DeadLetterReason,
+    error: unknown,
+  ): Promise<string> {
+    const { group, consumer } = this.options;
+    const errorName = error instanceof Error ? error.name : typeof error;
+    const stack = error instanceof Error && error.stack ? error.stack : '';
+    return this.commands.sbaDeadLetter(
+      stream,
+      this.options.deadLetterStream(stream),
+      group,
+      id,
+      String(this.options.maxLen),
+      'stream',
+      stream,
+      'id',
+      id,
+      'group',
+      group,
+      'consumer',
+      consumer,
+      'deliveries',
+      String(deliveries),
+      'reason',
+      reason,
+      'error',
+      describeError(error),
+      'errorName',
+      errorName,
+      'stack',
+      stack,
+      'failedAt',
+      new Date().toISOString(),
+      'fields',
+      JSON.stringify(fields),
+    );
+  }
+}

@@ -1,0 +1,403 @@
+import type { Logger } from '@nestjs/common';
+import type { AckBatcher } from '../core/ack-batcher';
+import { DecodedEntry, decodeEntry, RequestInfo } from '../core/entry-codec';
+import { describeError, MalformedEntryError, MaxDeliveriesExceededError } from '../core/errors';
+import { LruCache } from '../core/lru-cache';
+import type { IdempotencyStore } from '../idempotency/idempotency.store';
+import type { DeadLetterReason, DeadLetterWriter } from './dead-letter-writer';
+import type { FlowGate } from './flow-gate';
+import type { DeliveredEntry, PendingReclaimer } from './pending-reclaimer';
+import {
+  IdempotencyHandle,
+  RedisStreamsBatchContext,
+  RedisStreamsBatchEntry,
+  RedisStreamsContext,
+} from './redis-streams.context';
+import type { RedisStreamsServerMetrics } from './server-metrics';
+
+/** A handler as resolved at start-up from its decorators. */
+export interface Route {
+  stream: string;
+  /** `@EventPattern(stream, { batch: true })`: the handler takes the whole read batch. */
+  batch: boolean;
+  /** `@MessagePattern(stream)`: the handler's result is the reply of a request. */
+  replies: boolean;
+  idempotent?: {
+    key?: (
+      data: any,
+      ctx: { stream: string; id: string; headers: Record<string, string> },
+    ) => string;
+    ttlMs: number;
+    lockMs: number;
+  };
+}
+
+export interface ProcessorDeps {
+  group: string;
+  consumer: string;
+  maxDeliveries: number;
+  gate: FlowGate;
+  batcher: AckBatcher;
+  reclaimer: PendingReclaimer;
+  deadLetters: DeadLetterWriter;
+  idempotency: IdempotencyStore | null;
+  metrics: RedisStreamsServerMetrics;
+  logger: Logger;
+  /** Runs the Nest handler of `route` (guards, interceptors, pipes) and settles with its result. */
+  invoke(
+    route: Route,
+    payload: unknown,
+    ctx: RedisStreamsContext | RedisStreamsBatchContext,
+  ): Promise<unknown>;
+  /** Turns a decoded message into the handler's payload (Nest's deserializer). */
+  deserialize(route: Route, payload: unknown, request: RequestInfo | undefined): unknown;
+  /** Sends the reply of a request (`@MessagePattern`). */
+  reply(request: RequestInfo, result: { response?: unknown; err?: unknown }): Promise<void>;
+}
+
+/** An entry that decoded well and is about to run. */
+interface Job {
+  entry: DeliveredEntry;
+  decoded: Extract<DecodedEntry, { ok: true }>;
+  payload: unknown;
+  key?: string;
+}
+
+/**
+ * What happens to entries between the read and the XACK: decode, dead-letter what cannot run,
+ * filter duplicates (a whole batch per round trip), run the handler (once per batch, or once per
+ * entry), then acknowledge, retry with backoff, or dead-letter.
+ */
+export class EntryProcessor {
+  private readonly inFlight = new Set<string>();
+  private readonly running = new Set<Promise<void>>();
+  /** The last error of entries waiting for a retry: a dead-letter entry names it. */
+  private readonly lastErrors = new LruCache<string>({ maxSize: 10_000, ttlMs: 24 * 3600_000 });
+
+  constructor(private readonly deps: ProcessorDeps) {}
+
+  /** True while the entry is being handled here or waits for its XACK. */
+  isBusy(stream: string, id: string): boolean {
+    return this.inFlight.has(`${stream}\u0000${id}`) || this.deps.batcher.has(stream, id);
+  }
+
+  get runningCount(): number {
+    return this.running.size;
+  }
+
+  /** Waits for running handlers, at most `timeoutMs`; resolves with how many are still running. */
+  async drain(timeoutMs: number): Promise<number> {
+    if (this.running.size === 0) return 0;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      Promise.allSettled([...this.running]),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs))),
+    ]);
+    clearTimeout(timer);
+    return this.running.size;
+  }
+
+  /** Takes `entries` of `stream` (skipping those already here) and handles them in the background. */
+  process(route: Route, entries: DeliveredEntry[]): void {
+    const { stream } = route;
+    const fresh = entries.filter((e) => !this.inFlight.has(`${stream}\u0000${e.id}`));
+    if (fresh.length === 0) return;
+    for (const e of fresh) this.inFlight.add(`${stream}\u0000${e.id}`);
+    this.deps.gate.take(fresh.length);
+    this.deps.metrics.delivered += fresh.length;
+    const run: Promise<void> = this.handle(route, fresh)
+      .catch((err: unknown) =>
+        this.deps.logger.error(`Entries of "${stream}": ${describeError(err)}`),
+      )
+      .finally(() => {
+        for (const e of fresh) this.inFlight.delete(`${stream}\u0000${e.id}`);
+        this.running.delete(run);
+        this.deps.gate.release(fresh.length);
+      });
+    this.running.add(run);
+  }
+
+  private async handle(route: Route, entries: DeliveredEntry[]): Promise<void> {
+    const jobs = await this.admit(route, entries);
+    if (jobs.length === 0) return;
+    const idem = route.idempotent;
+    const store = this.deps.idempotency;
+    if (!idem || !store) {
+      if (route.batch) await this.settle(route, jobs, await this.runBatch(route, jobs));
+      // Per-entry handlers without idempotency: each entry is acknowledged as soon as it is done.
+      else
+        await Promise.all(
+          jobs.map(async (job) => this.settle(route, [job], [await this.runOne(route, job)])),
+        );
+      return;
+    }
+
+    let begun;
+    try {
+      begun = await store.begin(
+        jobs.map((j) => j.key!),
+        idem.lockMs,
+      );
+    } catch (err) {
+      this.deps.logger.error(
+        `Idempotency check of ${jobs.length} entr${jobs.length === 1 ? 'y' : 'ies'} of "${route.stream}" failed: ${describeError(err)}; retrying them.`,
+      );
+      await this.settle(
+        route,
+        jobs,
+        jobs.map(() => ({ error: err })),
+      );
+      return;
+    }
+    const { token, states, doneInL2 } = begun;
+    const toRun: Job[] = [];
+    states.forEach((state, i) => {
+      const job = jobs[i];
+      if (state === 'done') this.deps.batcher.add(route.stream, job.entry.id);
+      else if (state === 'processing') this.deps.metrics.inProgressSkipped++;
+      else {
+        toRun.push(job);
+        if (
+          job.entry.deliveries > 1 &&
+          !this.lastErrors.has(`${route.stream}\u0000${job.entry.id}`)
+        )
+          this.deps.metrics.possibleDuplicates++;
+      }
+    });
+    const done = states.filter((s) => s === 'done').length;
+    this.deps.metrics.duplicatesSkipped.redis += doneInL2;
+    this.deps.metrics.duplicatesSkipped.memory += done - doneInL2;
+    if (toRun.length === 0) return;
+
+    const handle = store.hasL2 ? { token, ttlMs: idem.ttlMs } : undefined;
+    const outcomes = route.batch
+      ? await this.runBatch(route, toRun, handle && ((job) => store.record(job.key!)), handle)
+      : await Promise.all(
+          toRun.map((job) =>
+            this.runOne(route, job, handle && { ...handle, record: store.record(job.key!) }),
+          ),
+        );
+    const succeeded: string[] = [];
+    const failed: string[] = [];
+    outcomes.forEach((o, i) => (o.error === undefined ? succeeded : failed).push(toRun[i].key!));
+    try {
+      await store.finish(token, succeeded, failed, idem.ttlMs);
+    } catch (err) {
+      // The entries were handled: they are acknowledged anyway. Their keys stay in progress in
+      // L2 until lockMs passes (this process remembers them as done in L1).
+      this.deps.logger.warn(`Idempotency marks on "${route.stream}" failed: ${describeError(err)}`);
+    }
+    await this.settle(route, toRun, outcomes);
+  }
+
+  /** Decodes the entries; dead-letters the malformed ones and those delivered too often. */
+  private async admit(route: Route, entries: DeliveredEntry[]): Promise<Job[]> {
+    const jobs: Job[] = [];
+    const rejected: Promise<void>[] = [];
+    for (const entry of entries) {
+      const decoded = decodeEntry(entry.fields);
+      if (!decoded.ok) {
+        const error = new MalformedEntryError(route.stream, entry.id, decoded.error);
+        this.deps.logger.warn(error.message);
+        rejected.push(
+          this.deadLetter(
+            route.stream,
+            entry,
+            decoded.fields,
+            entry.deliveries,
+            'malformed',
+            error,
+          ),
+        );
+        continue;
+      }
+      if (entry.deliveries > this.deps.maxDeliveries) {
+        const error = new MaxDeliveriesExceededError(
+          route.stream,
+          entry.id,
+          entry.deliveries - 1,
+          this.lastErrors.get(`${route.stream}\u0000${entry.id}`),
+        );
+        this.deps.logger.warn(error.message);
+        rejected.push(
+          this.deadLetter(
+            route.stream,
+            entry,
+            decoded.fields,
+            entry.deliveries - 1,
+            'max-deliveries',
+            error,
+          ),
+        );
+        continue;
+      }
+      const payload = this.deps.deserialize(route, decoded.payload, decoded.request);
+      const job: Job = { entry, decoded, payload };
+      if (route.idempotent) {
+        const ctx = { stream: route.stream, id: entry.id, headers: decoded.headers };
+        try {
+          job.key = `${this.deps.group}:${route.idempotent.key ? route.idempotent.key(payload, ctx) : `${route.stream}:${entry.id}`}`;
+        } catch (err) {
+          this.deps.logger.warn(
+            `Idempotency key of entry ${entry.id} of "${route.stream}": ${describeError(err)}`,
+          );
+          rejected.push(
+            this.deadLetter(
+              route.stream,
+              entry,
+              decoded.fields,
+              entry.deliveries,
+              'malformed',
+              err,
+            ),
+          );
+          continue;
+        }
+      }
+      jobs.push(job);
+    }
+    await Promise.all(rejected);
+    return jobs;
+  }
+
+  private async runBatch(
+    route: Route,
+    jobs: Job[],
+    recordOf?: (job: Job) => string,
+    handle?: { token: string; ttlMs: number },
+  ): Promise<{ error?: unknown }[]> {
+    const { group, consumer } = this.deps;
+    const entries: RedisStreamsBatchEntry[] = jobs.map((job) => ({
+      id: job.entry.id,
+      deliveries: job.entry.deliveries,
+      headers: job.decoded.headers,
+      fields: job.decoded.fields,
+      idempotencyRecord: recordOf?.(job),
+    }));
+    const ctx = new RedisStreamsBatchContext([route.stream, group, consumer, entries, handle]);
+    this.deps.metrics.batches++;
+    try {
+      await this.deps.invoke(
+        route,
+        jobs.map((j) => j.payload),
+        ctx,
+      );
+    } catch (err) {
+      const error = ctx.hasError() ? ctx.getError() : err;
+      return jobs.map(() => ({ error: error ?? new Error('batch handler failed') }));
+    }
+    const failures = ctx.failures;
+    return jobs.map((job) =>
+      failures.has(job.entry.id)
+        ? { error: failures.get(job.entry.id) ?? new Error('failed') }
+        : {},
+    );
+  }
+
+  private async runOne(
+    route: Route,
+    job: Job,
+    handle?: IdempotencyHandle,
+  ): Promise<{ error?: unknown; skipAck?: boolean }> {
+    const { group, consumer } = this.deps;
+    const { entry, decoded } = job;
+    const ctx = new RedisStreamsContext([
+      route.stream,
+      entry.id,
+      group,
+      entry.deliveries,
+      consumer,
+      decoded.fields,
+      decoded.headers,
+      handle,
+    ]);
+    let response: unknown;
+    try {
+      response = await this.deps.invoke(route, job.payload, ctx);
+    } catch (err) {
+      const error = ctx.hasError() ? ctx.getError() : err;
+      if (route.replies && decoded.request) await this.sendReply(decoded.request, { err: error });
+      return { error: error ?? new Error('handler failed') };
+    }
+    if (route.replies && decoded.request) await this.sendReply(decoded.request, { response });
+    return ctx.isAckSkipped() ? { skipAck: true } : {};
+  }
+
+  private async sendReply(
+    request: RequestInfo,
+    result: { response?: unknown; err?: unknown },
+  ): Promise<void> {
+    try {
+      await this.deps.reply(request, result);
+    } catch (err) {
+      this.deps.logger.warn(
+        `Reply to ${request.replyTo} (${request.id}) failed: ${describeError(err)}`,
+      );
+    }
+  }
+
+  /** Acknowledges what succeeded; retries (or dead-letters, at maxDeliveries) what failed. */
+  private async settle(
+    route: Route,
+    jobs: Job[],
+    outcomes: { error?: unknown; skipAck?: boolean }[],
+  ): Promise<void> {
+    const { stream } = route;
+    const dead: Promise<void>[] = [];
+    outcomes.forEach((outcome, i) => {
+      const { entry, decoded } = jobs[i];
+      const key = `${stream}\u0000${entry.id}`;
+      if (outcome.error === undefined) {
+        this.deps.metrics.succeeded++;
+        if (entry.deliveries > 1) this.lastErrors.delete(key);
+        if (!outcome.skipAck) this.deps.batcher.add(stream, entry.id);
+        return;
+      }
+      this.deps.metrics.failed++;
+      const message = describeError(outcome.error);
+      this.lastErrors.set(key, message);
+      if (entry.deliveries >= this.deps.maxDeliveries) {
+        this.deps.logger.warn(
+          `Entry ${entry.id} of "${stream}" failed on delivery ${entry.deliveries}/${this.deps.maxDeliveries} (${message}): moving it to the dead-letter stream.`,
+        );
+        dead.push(
+          this.deadLetter(
+            stream,
+            entry,
+            decoded.fields,
+            entry.deliveries,
+            'handler-failed',
+            outcome.error,
+          ),
+        );
+      } else {
+        const delay = this.deps.reclaimer.scheduleRetry(stream, entry.id, entry.deliveries);
+        this.deps.metrics.retried++;
+        this.deps.logger.warn(
+          `Entry ${entry.id} of "${stream}" failed on delivery ${entry.deliveries}/${this.deps.maxDeliveries} (${message}); retrying in ${delay} ms.`,
+        );
+      }
+    });
+    await Promise.all(dead);
+  }
+
+  private async deadLetter(
+    stream: string,
+    entry: DeliveredEntry,
+    fields: Record<string, string>,
+    deliveries: number,
+    reason: DeadLetterReason,
+    error: unknown,
+  ): Promise<void> {
+    try {
+      await this.deps.deadLetters.write(stream, entry.id, fields, deliveries, reason, error);
+      this.deps.metrics.deadLettered++;
+      this.lastErrors.delete(`${stream}\u0000${entry.id}`);
+    } catch (err) {
+      // Still pending: the entry comes back through XAUTOCLAIM and is dead-lettered then.
+      this.deps.logger.error(
+        `Dead-lettering entry ${entry.id} of "${stream}" failed: ${describeError(err)}`,
+      );
+    }
+  }
+}

@@ -1,0 +1,206 @@
+import type { Logger } from '@nestjs/common';
+import type { Cluster, Redis } from 'ioredis';
+import { backoffDelay } from '../core/backoff';
+import type { BackoffOptions } from '../core/backoff';
+import { describeError } from '../core/errors';
+import type { FlowGate } from './flow-gate';
+import type { RawEntry } from './stream-reader';
+
+/** An entry handed to the handlers, with its delivery count (1 = first delivery). */
+export interface DeliveredEntry {
+  id: string;
+  fields: string[];
+  deliveries: number;
+}
+
+export interface PendingReclaimerOptions {
+  group: string;
+  consumer: string;
+  claim: { minIdleMs: number; intervalMs: number; count: number };
+  retry: BackoffOptions;
+}
+
+export interface ReclaimerCallbacks {
+  /** True while the entry is being handled or waits for its XACK here. */
+  isBusy(stream: string, id: string): boolean;
+  deliver(stream: string, entries: DeliveredEntry[]): void;
+  /** An entry deleted from the stream while pending: nothing to handle, acknowledge it. */
+  acknowledge(stream: string, id: string): void;
+}
+
+interface Retry {
+  stream: string;
+  id: string;
+  deliveries: number;
+  delayMs: number;
+  due: number;
+}
+
+/**
+ * The pending entries list is the source of truth for everything not acknowledged:
+ * - failed entries of this consumer are taken again with `XCLAIM` after an exponential backoff
+ *   (which also counts the delivery); if this process dies first, they stay pending;
+ * - entries of dead consumers (idle longer than `claim.minIdleMs`) are taken over with
+ *   `XAUTOCLAIM` every `claim.intervalMs`.
+ */
+export class PendingReclaimer {
+  private readonly cursors = new Map<string, string>();
+  private readonly retries = new Map<string, Retry>();
+  private retryTimer: ReturnType<typeof setTimeout> | undefined;
+  private retryTimerDue = Infinity;
+  private loop: Promise<void> | null = null;
+  private readonly firing = new Set<Promise<void>>();
+
+  constructor(
+    private readonly commands: Redis | Cluster,
+    private readonly options: PendingReclaimerOptions,
+    private readonly gate: FlowGate,
+    private readonly callbacks: ReclaimerCallbacks,
+    private readonly logger: Logger,
+    private readonly random: () => number = Math.random,
+  ) {}
+
+  /** Failed entries waiting for their retry. */
+  get waiting(): number {
+    return this.retries.size;
+  }
+
+  isWaiting(stream: string, id: string): boolean {
+    return this.retries.has(`${stream}\u0000${id}`);
+  }
+
+  start(streams: readonly string[]): void {
+    this.loop = this.runClaimLoop(streams);
+  }
+
+  async stop(): Promise<void> {
+    clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+    // What waits for a retry stays pending in Redis: the next start (or another consumer) takes it.
+    this.retries.clear();
+    await Promise.allSettled([this.loop, ...this.firing]);
+  }
+
+  /** Schedules the next delivery of an entry whose delivery `deliveries` failed; returns the delay. */
+  scheduleRetry(stream: string, id: string, deliveries: number): number {
+    const delayMs = backoffDelay(deliveries, this.options.retry, this.random);
+    const due = Date.now() + delayMs;
+    this.retries.set(`${stream}\u0000${id}`, { stream, id, deliveries, delayMs, due });
+    if (due < this.retryTimerDue) this.armRetryTimer(due);
+    return delayMs;
+  }
+
+  private armRetryTimer(due: number): void {
+    clearTimeout(this.retryTimer);
+    this.retryTimerDue = due;
+    this.retryTimer = setTimeout(() => this.fireRetries(), Math.max(0, due - Date.now()));
+  }
+
+  private fireRetries(): void {
+    this.retryTimer = undefined;
+    this.retryTimerDue = Infinity;
+    if (this.gate.isClosed) return;
+    const now = Date.now();
+    const dueByStream = new Map<string, Retry[]>();
+    let next = Infinity;
+    for (const [key, retry] of this.retries) {
+      if (retry.due <= now) {
+        this.retries.delete(key);
+        const list = dueByStream.get(retry.stream);
+        if (list) list.push(retry);
+        else dueByStream.set(retry.stream, [retry]);
+      } else if (retry.due < next) next = retry.due;
+    }
+    if (next < Infinity) this.armRetryTimer(next);
+    for (const [stream, due] of dueByStream) {
+      const run = this.claimForRetry(stream, due)
+        .catch((err) => {
+          if (this.gate.isClosed) return;
+          // Still pending in Redis: XAUTOCLAIM takes them after claim.minIdleMs.
+          this.logger.error(`XCLAIM for retry on "${stream}" failed: ${describeError(err)}`);
+        })
+        .finally(() => this.firing.delete(run));
+      this.firing.add(run);
+    }
+  }
+
+  /**
+   * XCLAIM with a minimum idle time of the shortest delay: an entry that another consumer took
+   * over in the meantime has been idle for less, and is left to it.
+   */
+  private async claimForRetry(stream: string, due: Retry[]): Promise<void> {
+    const minIdle = Math.min(...due.map((r) => r.delayMs));
+    const reply = (await this.commands.call(
+      'XCLAIM',
+      stream,
+      this.options.group,
+      this.options.consumer,
+      minIdle,
+      ...due.map((r) => r.id),
+    )) as RawEntry[];
+    const previous = new Map(due.map((r) => [r.id, r.deliveries]));
+    const entries: DeliveredEntry[] = [];
+    for (const [id, fields] of reply) {
+      if (fields === null) this.callbacks.acknowledge(stream, id);
+      else entries.push({ id, fields, deliveries: (previous.get(id) ?? 0) + 1 });
+    }
+    if (entries.length > 0 && !this.gate.isClosed) this.callbacks.deliver(stream, entries);
+  }
+
+  private async runClaimLoop(streams: readonly string[]): Promise<void> {
+    while (!this.gate.isClosed) {
+      await this.gate.wait(this.options.claim.intervalMs, false);
+      for (const stream of streams) {
+        if (this.gate.isClosed) break;
+        try {
+          await this.claimOnce(stream);
+        } catch (err) {
+          if (!this.gate.isClosed)
+            this.logger.error(`XAUTOCLAIM on "${stream}" failed: ${describeError(err)}`);
+        }
+      }
+    }
+  }
+
+  /** One XAUTOCLAIM round on `stream`: takes entries idle longer than minIdleMs and delivers them. */
+  async claimOnce(stream: string): Promise<number> {
+    const room = this.gate.room();
+    if (room === 0) return 0;
+    const { group, consumer, claim } = this.options;
+    const cursor = this.cursors.get(stream) ?? '0-0';
+    const [next, claimed] = (await this.commands.call(
+      'XAUTOCLAIM',
+      stream,
+      group,
+      consumer,
+      claim.minIdleMs,
+      cursor,
+      'COUNT',
+      Math.min(claim.count, room),
+    )) as [string, RawEntry[], string[]?];
+    this.cursors.set(stream, next);
+    const live: [string, string[]][] = [];
+    for (const [id, fields] of claimed) {
+      // Redis < 7 returns entries deleted from the stream with nil fields.
+      if (fields === null) this.callbacks.acknowledge(stream, id);
+      else if (!this.callbacks.isBusy(stream, id) && !this.isWaiting(stream, id))
+        live.push([id, fields]);
+    }
+    if (live.length === 0) return 0;
+    const pipeline = this.commands.pipeline();
+    for (const [id] of live) pipeline.call('XPENDING', stream, group, id, id, 1);
+    const counts = (await pipeline.exec()) ?? [];
+    const entries: DeliveredEntry[] = [];
+    live.forEach(([id, fields], i) => {
+      const [err, rows] = counts[i] ?? [];
+      const row =
+        !err && Array.isArray(rows) && rows.length > 0
+          ? (rows[0] as [string, string, number, number])
+          : undefined;
+      if (row) entries.push({ id, fields, deliveries: Number(row[3]) });
+      // No row: acknowledged in the meantime.
+    });
+    if (entries.length > 0) this.callbacks.deliver(stream, entries);
+    return entries.length;
+  }
+}

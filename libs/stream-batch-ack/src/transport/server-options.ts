@@ -1,0 +1,118 @@
+import { hostname } from 'node:os';
+import { StreamBatchAckConfigError } from '../core/errors';
+import { isClusterConnection } from '../redis/connection';
+import { defaultDeadLetterStream } from '../redis/keys';
+import { RedisStreamsServerOptions, ResolvedServerOptions } from './redis-streams.options';
+
+/** Fills in the defaults and rejects invalid options with an error that names the option. */
+export function resolveServerOptions(options: RedisStreamsServerOptions): ResolvedServerOptions {
+  if (!options || typeof options !== 'object')
+    throw new StreamBatchAckConfigError('options', 'ServerRedisStreams needs an options object.');
+  checkConnection(options.connection);
+  if (typeof options.group !== 'string' || options.group === '')
+    throw new StreamBatchAckConfigError(
+      'group',
+      'give the consumer group name (a non-empty string).',
+    );
+  const resolved: ResolvedServerOptions = {
+    connection: options.connection,
+    group: options.group,
+    consumer: options.consumer ?? `${hostname()}-${process.pid}`,
+    startId: options.startId ?? '0',
+    read: {
+      count: int('read.count', options.read?.count, 500, 1),
+      blockMs: int('read.blockMs', options.read?.blockMs, 100, 1),
+    },
+    ack: {
+      batchSize: int('ack.batchSize', options.ack?.batchSize, 500, 1),
+      intervalMs: int('ack.intervalMs', options.ack?.intervalMs, 50, 0),
+      maxPending: int('ack.maxPending', options.ack?.maxPending, 50_000, 1),
+      backoff: options.ack?.backoff,
+    },
+    claim: {
+      minIdleMs: int('claim.minIdleMs', options.claim?.minIdleMs, 30_000, 1),
+      intervalMs: int('claim.intervalMs', options.claim?.intervalMs, 5_000, 1),
+      count: int('claim.count', options.claim?.count, 100, 1),
+    },
+    retry: {
+      initialMs: int('retry.initialMs', options.retry?.initialMs, 1000, 0),
+      maxMs: 0,
+      factor: num('retry.factor', options.retry?.factor, 2, 1),
+      jitter: num('retry.jitter', options.retry?.jitter, 0.2, 0),
+    },
+    deadLetter: {
+      maxDeliveries: int('deadLetter.maxDeliveries', options.deadLetter?.maxDeliveries, 5, 1),
+      stream: options.deadLetter?.stream ?? defaultDeadLetterStream,
+      maxLen: int('deadLetter.maxLen', options.deadLetter?.maxLen, 0, 0),
+    },
+    idempotency: options.idempotency,
+    concurrency: int('concurrency', options.concurrency, 1000, 1),
+    shutdownTimeoutMs: int('shutdownTimeoutMs', options.shutdownTimeoutMs, 10_000, 0),
+  };
+  const { claim, retry } = resolved;
+  retry.maxMs = int(
+    'retry.maxMs',
+    options.retry?.maxMs,
+    Math.min(15_000, Math.floor(claim.minIdleMs / 2)),
+    0,
+  );
+  if (retry.jitter >= 1)
+    throw new StreamBatchAckConfigError('retry.jitter', `must be in [0, 1), got ${retry.jitter}.`);
+  if (retry.maxMs * (1 + retry.jitter) >= claim.minIdleMs)
+    throw new StreamBatchAckConfigError(
+      'retry.maxMs',
+      `the longest retry delay (${retry.maxMs} ms, +${retry.jitter * 100} % jitter) must stay below claim.minIdleMs (${claim.minIdleMs} ms), or other consumers take a waiting entry over.`,
+    );
+  if (typeof resolved.deadLetter.stream !== 'function')
+    throw new StreamBatchAckConfigError(
+      'deadLetter.stream',
+      'must be a function (stream) => name.',
+    );
+  const idem = options.idempotency;
+  if (idem !== undefined) {
+    if (idem.store !== undefined && idem.store !== 'memory' && idem.store !== 'redis')
+      throw new StreamBatchAckConfigError(
+        'idempotency.store',
+        `must be 'memory' or 'redis', got ${JSON.stringify(idem.store)}.`,
+      );
+    int('idempotency.ttlMs', idem.ttlMs, 1, 1);
+    int('idempotency.lockMs', idem.lockMs, 1, 1);
+    int('idempotency.maxSize', idem.maxSize, 1, 1);
+  }
+  return resolved;
+}
+
+function checkConnection(connection: unknown): void {
+  if (typeof connection === 'string') {
+    if (!/^rediss?:\/\//.test(connection))
+      throw new StreamBatchAckConfigError(
+        'connection',
+        `expected a redis:// or rediss:// URL, got "${connection}".`,
+      );
+    return;
+  }
+  if (!connection || typeof connection !== 'object')
+    throw new StreamBatchAckConfigError(
+      'connection',
+      'give a redis:// URL, ioredis options, or { cluster: [{ host, port }, ...] }.',
+    );
+  if (
+    isClusterConnection(connection as never) &&
+    (connection as { cluster: unknown[] }).cluster.length === 0
+  )
+    throw new StreamBatchAckConfigError('connection.cluster', 'list at least one node.');
+}
+
+function num(name: string, value: number | undefined, fallback: number, min: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < min)
+    throw new StreamBatchAckConfigError(name, `must be a number >= ${min}, got ${String(value)}.`);
+  return value;
+}
+
+function int(name: string, value: number | undefined, fallback: number, min: number): number {
+  const n = num(name, value, fallback, min);
+  if (!Number.isInteger(n))
+    throw new StreamBatchAckConfigError(name, `must be a whole number, got ${n}.`);
+  return n;
+}

@@ -1,0 +1,81 @@
+import type { Logger } from '@nestjs/common';
+import type { Cluster, Redis } from 'ioredis';
+import { backoffDelay } from '../core/backoff';
+import { describeError } from '../core/errors';
+import type { FlowGate } from './flow-gate';
+
+/** An entry as Redis returns it: `[id, [field, value, ...]]` (fields are nil for an entry deleted while pending). */
+export type RawEntry = [id: string, fields: string[] | null];
+
+export interface StreamReaderOptions {
+  group: string;
+  consumer: string;
+  count: number;
+  blockMs: number;
+}
+
+/**
+ * The read loop of one blocking connection: `XREADGROUP ... BLOCK` over its streams, as much as the
+ * gate has room for, each reply handed on per stream. Disconnecting the connection ends the loop.
+ */
+export class StreamReader {
+  constructor(
+    private readonly client: Redis | Cluster,
+    private readonly streams: readonly string[],
+    private readonly options: StreamReaderOptions,
+    private readonly gate: FlowGate,
+    private readonly deliver: (stream: string, entries: RawEntry[]) => void,
+    private readonly recreateGroups: () => Promise<void>,
+    private readonly logger: Logger,
+  ) {}
+
+  async run(): Promise<void> {
+    const { group, consumer } = this.options;
+    const ids = this.streams.map(() => '>');
+    let failures = 0;
+    while (!this.gate.isClosed) {
+      const room = this.gate.room();
+      if (room === 0) {
+        await this.gate.wait(100);
+        continue;
+      }
+      let reply: [string, RawEntry[]][] | null;
+      try {
+        reply = (await this.client.call(
+          'XREADGROUP',
+          'GROUP',
+          group,
+          consumer,
+          'COUNT',
+          Math.min(this.options.count, room),
+          'BLOCK',
+          this.options.blockMs,
+          'STREAMS',
+          ...this.streams,
+          ...ids,
+        )) as [string, RawEntry[]][] | null;
+        failures = 0;
+      } catch (err) {
+        if (this.gate.isClosed) break;
+        failures++;
+        const message = describeError(err);
+        if (message.startsWith('NOGROUP')) {
+          this.logger.warn(
+            `Consumer group "${group}" is missing (stream deleted?): creating it again.`,
+          );
+          await this.recreateGroups().catch((e) => this.logger.error(describeError(e)));
+        } else {
+          this.logger.error(`XREADGROUP failed: ${message}`);
+        }
+        await this.gate.wait(backoffDelay(failures, { initialMs: 100, maxMs: 5000 }), false);
+        continue;
+      }
+      if (!reply) continue;
+      for (const [stream, entries] of reply) if (entries.length > 0) this.deliver(stream, entries);
+    }
+  }
+
+  stop(): void {
+    this.client.disconnect();
+  }
+}
