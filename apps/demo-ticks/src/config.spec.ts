@@ -10,7 +10,7 @@ describe('loadTicksConfig', () => {
     expect(c.deadLetterStream).toBe('ticks:dlq');
     expect(c.ack).toEqual({ batchSize: 1000, intervalMs: 50, maxPending: 50_000 });
     expect(c.read).toEqual({ count: 500, blockMs: 100 });
-    expect(c.idempotency).toEqual({ ttlMs: 60_000, maxSize: 100_000 });
+    expect(c.idempotency).toEqual({ ttlMs: 60_000, maxSize: 100_000, lockMs: 30_000 });
     expect(c.collector.symbols * c.collector.ratePerSymbol).toBe(10_000);
     expect(c.collectorInProcess).toBe(true);
   });

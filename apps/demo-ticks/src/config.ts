@@ -14,10 +14,9 @@ export interface TicksConfig {
   claim: { minIdleMs: number; intervalMs: number };
   maxDeliveries: number;
   concurrency: number;
-  idempotency: { ttlMs: number; maxSize: number };
+  idempotency: { ttlMs: number; maxSize: number; lockMs: number };
   candlesKeep: number;
   applyBatchMax: number;
-  pruneIntervalMs: number;
   health: { maxLag: number; maxPending: number; timeoutMs: number };
   collector: CollectorConfig;
   /** Run the collector in the same process as the consumer (main.ts). */
@@ -119,10 +118,10 @@ export function loadTicksConfig(env: Env = process.env): TicksConfig {
     idempotency: {
       ttlMs: int(env, 'IDEMPOTENCY_TTL_MS', 60_000, 1),
       maxSize: int(env, 'IDEMPOTENCY_MAX_SIZE', 100_000, 1),
+      lockMs: int(env, 'IDEMPOTENCY_LOCK_MS', 30_000, 1),
     },
     candlesKeep: int(env, 'CANDLES_KEEP', 1440, 0),
     applyBatchMax: int(env, 'APPLY_BATCH_MAX', 256, 1, 5000),
-    pruneIntervalMs: int(env, 'APPLIED_PRUNE_INTERVAL_MS', 5_000, 100),
     health: {
       maxLag: int(env, 'HEALTH_MAX_LAG', 10_000, 0),
       maxPending: int(env, 'HEALTH_MAX_PENDING', 50_000, 0),

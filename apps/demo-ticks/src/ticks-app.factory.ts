@@ -41,6 +41,15 @@ export function createTicksServer(config: TicksConfig): ServerRedisStreams {
       stream: () => config.deadLetterStream,
     },
     concurrency: config.concurrency,
+    // Entries handled before are skipped per batch (in-process LRU, then Redis); the candle
+    // script marks each entry's record done in the same step as it applies the tick.
+    idempotency: {
+      store: 'redis',
+      keyPrefix: `${config.keyPrefix}idem:`,
+      ttlMs: config.idempotency.ttlMs,
+      lockMs: config.idempotency.lockMs,
+      maxSize: config.idempotency.maxSize,
+    },
   });
 }
 

@@ -1,20 +1,8 @@
-import {
-  DynamicModule,
-  Inject,
-  Injectable,
-  Module,
-  OnApplicationBootstrap,
-  OnApplicationShutdown,
-  OnModuleDestroy,
-} from '@nestjs/common';
+import { DynamicModule, Inject, Injectable, Module, OnApplicationShutdown } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
 import { RedisStreamsHealthModule } from '@nest-redis-resilience/stream-batch-ack/health';
 import { Redis } from 'ioredis';
-import {
-  IdempotencyStore,
-  RedisStreamsModule,
-  ServerRedisStreams,
-} from '@nest-redis-resilience/stream-batch-ack';
+import { RedisStreamsModule, ServerRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
 import { CandleStore } from './candles/candle-store';
 import { CollectorModule } from './collector/collector.module';
 import { TicksConfig } from './config';
@@ -25,31 +13,12 @@ import { MetricsController } from './http/metrics.controller';
 import { SymbolsController } from './http/symbols.controller';
 import { TICKS_CONFIG, TICKS_REDIS } from './ticks.constants';
 
-/** Prunes the applied-id set on a timer; writes pending candles and closes Redis at shutdown. */
+/** Closes the app's Redis connection at shutdown, after the microservice closed. */
 @Injectable()
-export class CandleStoreLifecycle
-  implements OnApplicationBootstrap, OnModuleDestroy, OnApplicationShutdown
-{
-  private timer: ReturnType<typeof setInterval> | undefined;
+export class TicksRedisLifecycle implements OnApplicationShutdown {
+  constructor(@Inject(TICKS_REDIS) private readonly redis: Redis) {}
 
-  constructor(
-    @Inject(CandleStore) private readonly store: CandleStore,
-    @Inject(TICKS_REDIS) private readonly redis: Redis,
-    @Inject(TICKS_CONFIG) private readonly config: TicksConfig,
-  ) {}
-
-  onApplicationBootstrap(): void {
-    this.timer = setInterval(() => void this.store.pruneQuietly(), this.config.pruneIntervalMs);
-    this.timer.unref();
-  }
-
-  onModuleDestroy(): void {
-    clearInterval(this.timer);
-  }
-
-  /** Runs after the microservice closed (its handlers finished and its acks were flushed). */
   async onApplicationShutdown(): Promise<void> {
-    await this.store.drain();
     try {
       await this.redis.quit();
     } catch {
@@ -67,10 +36,7 @@ export class TicksAppModule {
       imports: [
         TerminusModule,
         RedisStreamsHealthModule,
-        RedisStreamsModule.forRoot({
-          captureErrors: false,
-          idempotency: { ttlMs: config.idempotency.ttlMs, maxSize: config.idempotency.maxSize },
-        }),
+        RedisStreamsModule.forRoot({ captureErrors: false }),
         ...(config.collectorInProcess ? [CollectorModule.register(config.collector)] : []),
       ],
       controllers: [
@@ -100,13 +66,7 @@ export class TicksAppModule {
             }),
         },
         { provide: TicksMetrics, useFactory: () => new TicksMetrics() },
-        {
-          // The consumer's in-process LRU of handled entry ids (this module's provider wins over
-          // the global one of RedisStreamsModule).
-          provide: IdempotencyStore,
-          useFactory: () => new IdempotencyStore({ idempotency: config.idempotency }),
-        },
-        CandleStoreLifecycle,
+        TicksRedisLifecycle,
       ],
     };
   }

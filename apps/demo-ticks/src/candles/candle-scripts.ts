@@ -1,28 +1,38 @@
 /*
  * Lua scripts of the candle store (embedded as text so that built apps carry them).
  * Key layout under <prefix> (default 'ticks:'):
- *   <prefix>applied                       ZSET  entry ids applied (or dead-lettered), score = id ms
  *   <prefix>symbols                       SET   symbols seen
  *   <prefix>last:<symbol>                 HASH  p (price), ts, id: the tick with the greatest (ts, id)
  *   <prefix>candle:<iv>:<symbol>:<start>  HASH  o h l c v n ot oid ct cid
  *   <prefix>index:<iv>:<symbol>           ZSET  candle starts (score = member = start)
+ * and the transport's idempotency records (one per entry, 'done' once applied).
  */
+import { IDEMPOTENT_EFFECT_LUA } from '@nest-redis-resilience/stream-batch-ack';
 
 /**
- * apply-ticks: folds a batch of ticks into candles, skipping entry ids already applied.
+ * apply-ticks: folds a batch of ticks into candles, each exactly once. For every tick, in the same
+ * script: `sba_take` (the transport's IDEMPOTENT_EFFECT_LUA) marks its idempotency record done
+ * only while this batch holds it, and the tick is folded only then; so a redelivery (a lost XACK,
+ * a crashed consumer) or a second consumer cannot count it twice. A tick whose entry is no longer
+ * pending was acknowledged, so it was applied before: it is skipped too (its record may have
+ * expired since).
  * The fold is order-independent: open is the tick with the smallest (ts, entry id), close the one
  * with the greatest; so a redelivered old tick lands where it belongs.
- * A tick is applied only while its entry is still pending in the group: an entry that is no
- * longer pending was acknowledged, so it was applied before (its id may have been pruned since).
  *
- * KEYS[1] applied, KEYS[2] symbols, KEYS[3] stream
+ * KEYS[1] symbols, KEYS[2] stream, KEYS[3..] the idempotency record of each tick
  * ARGV[1] prefix, ARGV[2] candles kept per symbol and interval (0 = all),
- * ARGV[3] intervals 'name:ms,name:ms,...', ARGV[4] group, then 5 per tick: id, symbol, price, qty, ts
- * Returns one integer per tick: 1 applied, 0 duplicate (already applied or acknowledged).
+ * ARGV[3] intervals 'name:ms,name:ms,...', ARGV[4] group, ARGV[5] token, ARGV[6] done TTL (ms),
+ * then 5 per tick: id, symbol, price, qty, ts
+ * Returns one integer per tick: 1 applied, 0 duplicate.
  */
-export const APPLY_TICKS_LUA = `
-local applied, symbols, stream = KEYS[1], KEYS[2], KEYS[3]
-local prefix, keep, group = ARGV[1], tonumber(ARGV[2]), ARGV[4]
+export const APPLY_TICKS_LUA = `${IDEMPOTENT_EFFECT_LUA}
+local symbols, stream = KEYS[1], KEYS[2]
+local prefix, keep, group, token, ttl = ARGV[1], tonumber(ARGV[2]), ARGV[4], ARGV[5], ARGV[6]
+-- Redis does not roll back a script that fails halfway: fail before the first write instead.
+local stype = redis.call('TYPE', symbols).ok
+if stype ~= 'set' and stype ~= 'none' then
+  return redis.error_reply('WRONGTYPE ' .. symbols .. ' is a ' .. stype .. ', not a set')
+end
 local ivs = {}
 for name, len in string.gmatch(ARGV[3], '([^:,]+):(%d+)') do ivs[#ivs + 1] = { name, tonumber(len) } end
 
@@ -43,11 +53,11 @@ end
 local out = {}
 local candles, order = {}, {}
 local lasts, symorder = {}, {}
-for i = 5, #ARGV, 5 do
+for i = 7, #ARGV, 5 do
   local id, sym, p, q, tss = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
-  local ms = idparts(id)
-  if redis.call('ZADD', applied, 'NX', ms, id) == 0
-    or #redis.call('XPENDING', stream, group, id, id, 1) == 0 then
+  local record = KEYS[2 + (i - 2) / 5]
+  if #redis.call('XPENDING', stream, group, id, id, 1) == 0
+    or not sba_take(record, token, ttl) then
     out[#out + 1] = 0
   else
     out[#out + 1] = 1
@@ -133,36 +143,15 @@ return out
 `;
 
 /**
- * reject-tick: dead-letters an invalid tick once: records its entry id as applied and adds the
- * dead-letter entry in one step, so a redelivery does not add a second dead-letter entry.
+ * reject-tick: dead-letters an invalid tick once: takes its idempotency record (as apply-ticks
+ * does) and adds the dead-letter entry in one step, so a redelivery adds no second one.
  *
- * KEYS[1] applied, KEYS[2] dead-letter stream
- * ARGV[1] entry id, ARGV[2..] field/value pairs of the dead-letter entry
+ * KEYS[1] the idempotency record, KEYS[2] dead-letter stream
+ * ARGV[1] token, ARGV[2] done TTL (ms), ARGV[3..] field/value pairs of the dead-letter entry
  * Returns 1 when dead-lettered now, 0 when it already was.
  */
-export const REJECT_TICK_LUA = `
-local ms = string.match(ARGV[1], '^(%d+)%-')
-if redis.call('ZADD', KEYS[1], 'NX', tonumber(ms), ARGV[1]) == 0 then return 0 end
-redis.call('XADD', KEYS[2], '*', unpack(ARGV, 2))
+export const REJECT_TICK_LUA = `${IDEMPOTENT_EFFECT_LUA}
+if not sba_take(KEYS[1], ARGV[1], ARGV[2]) then return 0 end
+redis.call('XADD', KEYS[2], '*', unpack(ARGV, 3))
 return 1
-`;
-
-/**
- * prune-applied: forgets applied ids that can no longer be delivered again: those older than the
- * group's oldest pending entry (every applied entry stays pending until it is acknowledged; an
- * acknowledged entry is not delivered again). With nothing pending, forgets them all.
- *
- * KEYS[1] stream, KEYS[2] applied; ARGV[1] group
- * Returns the number of ids removed (-1 when the group does not exist yet).
- */
-export const PRUNE_APPLIED_LUA = `
-local p = redis.pcall('XPENDING', KEYS[1], ARGV[1])
-if type(p) ~= 'table' or p.err then return -1 end
-if tonumber(p[1]) == 0 then
-  local n = redis.call('ZCARD', KEYS[2])
-  redis.call('DEL', KEYS[2])
-  return n
-end
-local ms = string.match(p[2], '^(%d+)%-')
-return redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. ms)
 `;

@@ -1,7 +1,6 @@
-import { Logger } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { Candle, decodeCandle } from './candle';
-import { APPLY_TICKS_LUA, PRUNE_APPLIED_LUA, REJECT_TICK_LUA } from './candle-scripts';
+import { APPLY_TICKS_LUA, REJECT_TICK_LUA } from './candle-scripts';
 import { INTERVALS, IntervalName } from './interval';
 import { Tick } from './tick';
 
@@ -13,7 +12,7 @@ export interface CandleStoreOptions {
   group: string;
   /** Candles kept per symbol and interval; older ones are deleted (0 = keep all). */
   keep: number;
-  /** Most ticks applied by one script call. */
+  /** Most ticks applied by one script call (a larger batch is split). */
   maxBatch: number;
 }
 
@@ -25,17 +24,22 @@ export interface LatestPrice {
   ts: number;
 }
 
-interface Queued {
+/** A tick of a stream entry, with the entry's idempotency record. */
+export interface TickEntry {
   id: string;
   tick: Tick;
-  resolve: (r: ApplyResult) => void;
-  reject: (e: unknown) => void;
+  record: string;
+}
+
+/** The transport's in-progress token of the batch and how long done marks live. */
+export interface DoneMark {
+  token: string;
+  ttlMs: number;
 }
 
 type ScriptedRedis = Redis & {
   ticksApply(...args: (string | number)[]): Promise<number[]>;
-  ticksReject(...args: string[]): Promise<number>;
-  ticksPrune(...args: string[]): Promise<number>;
+  ticksReject(...args: (string | number)[]): Promise<number>;
 };
 
 const INTERVAL_SPEC = Object.entries(INTERVALS)
@@ -43,25 +47,20 @@ const INTERVAL_SPEC = Object.entries(INTERVALS)
   .join(',');
 
 /**
- * Candles in Redis. Every tick is applied by one Lua script that, atomically, records its entry id
- * in the applied set and folds it into the 1m/5m/30m candles and the latest price: a tick whose id
- * is already there (a redelivery after a lost XACK or a crash) changes nothing. Ticks handed in
- * during the same event-loop turn go out as one script call.
+ * Candles in Redis. A batch of ticks is applied by one Lua script that, atomically, marks each
+ * tick's idempotency record done and folds the tick into the 1m/5m/30m candles and the latest
+ * price: a tick whose record is already done (a redelivery after a lost XACK or a crash) changes
+ * nothing.
  */
 export class CandleStore {
-  private readonly logger = new Logger(CandleStore.name);
   private readonly redis: ScriptedRedis;
-  private queue: Queued[] = [];
-  private scheduled = false;
-  private readonly flushing = new Set<Promise<void>>();
 
   constructor(
     redis: Redis,
     readonly options: CandleStoreOptions,
   ) {
-    redis.defineCommand('ticksApply', { numberOfKeys: 3, lua: APPLY_TICKS_LUA });
+    redis.defineCommand('ticksApply', { lua: APPLY_TICKS_LUA });
     redis.defineCommand('ticksReject', { numberOfKeys: 2, lua: REJECT_TICK_LUA });
-    redis.defineCommand('ticksPrune', { numberOfKeys: 2, lua: PRUNE_APPLIED_LUA });
     this.redis = redis as ScriptedRedis;
   }
 
@@ -69,61 +68,51 @@ export class CandleStore {
     return this.options.keyPrefix + name;
   }
 
-  /** Applies the tick of stream entry `id` once; resolves when it is stored in Redis. */
-  apply(id: string, tick: Tick): Promise<ApplyResult> {
-    return new Promise<ApplyResult>((resolve, reject) => {
-      this.queue.push({ id, tick, resolve, reject });
-      if (this.queue.length >= this.options.maxBatch) this.flush();
-      else if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(() => this.flush());
-      }
-    });
+  /** Applies each tick once; resolves with what happened to each, in order. */
+  async apply(entries: readonly TickEntry[], mark: DoneMark): Promise<ApplyResult[]> {
+    const chunks: TickEntry[][] = [];
+    for (let i = 0; i < entries.length; i += this.options.maxBatch)
+      chunks.push(entries.slice(i, i + this.options.maxBatch));
+    const results = await Promise.all(chunks.map((chunk) => this.applyChunk(chunk, mark)));
+    return results.flat();
   }
 
-  private flush(): void {
-    this.scheduled = false;
-    if (this.queue.length === 0) return;
-    const batch = this.queue;
-    this.queue = [];
+  private async applyChunk(entries: readonly TickEntry[], mark: DoneMark): Promise<ApplyResult[]> {
     const args: (string | number)[] = [
-      this.key('applied'),
+      2 + entries.length,
       this.key('symbols'),
       this.options.stream,
+    ];
+    for (const e of entries) args.push(e.record);
+    args.push(
       this.options.keyPrefix,
       this.options.keep,
       INTERVAL_SPEC,
       this.options.group,
-    ];
-    for (const { id, tick } of batch)
-      args.push(id, tick.symbol, String(tick.price), String(tick.qty), String(tick.ts));
-    const run = this.redis.ticksApply(...args).then(
-      (results) =>
-        batch.forEach((q, i) => q.resolve(Number(results[i]) === 1 ? 'applied' : 'duplicate')),
-      (err) => batch.forEach((q) => q.reject(err)),
+      mark.token,
+      mark.ttlMs,
     );
-    const tracked = run.finally(() => this.flushing.delete(tracked));
-    this.flushing.add(tracked);
+    for (const { id, tick } of entries)
+      args.push(id, tick.symbol, String(tick.price), String(tick.qty), String(tick.ts));
+    const results = await this.redis.ticksApply(...args);
+    return results.map((r) => (Number(r) === 1 ? 'applied' : 'duplicate'));
   }
 
   /**
-   * Dead-letters an invalid tick: adds an entry to `deadLetterStream` and records the entry id as
-   * applied, in one step (a redelivery adds no second dead-letter entry). Resolves with false when
-   * it was already dead-lettered.
+   * Dead-letters an invalid tick: adds an entry to `deadLetterStream` and marks its record done, in
+   * one step (a redelivery adds no second dead-letter entry). Resolves with false when it was
+   * already dead-lettered.
    */
   async reject(
-    id: string,
+    record: string,
+    mark: DoneMark,
     deadLetterStream: string,
     fields: Record<string, string>,
   ): Promise<boolean> {
     const flat = Object.entries(fields).flat();
-    return (await this.redis.ticksReject(this.key('applied'), deadLetterStream, id, ...flat)) === 1;
-  }
-
-  /** Forgets applied ids that cannot be delivered again. Returns how many were removed. */
-  async prune(): Promise<number> {
-    return Number(
-      await this.redis.ticksPrune(this.options.stream, this.key('applied'), this.options.group),
+    return (
+      (await this.redis.ticksReject(record, deadLetterStream, mark.token, mark.ttlMs, ...flat)) ===
+      1
     );
   }
 
@@ -166,30 +155,5 @@ export class CandleStore {
       if (candle) candles.push(candle);
     });
     return candles;
-  }
-
-  /** Ticks queued or being written. */
-  get queued(): number {
-    return this.queue.length;
-  }
-
-  /** Waits for every queued tick to be written (or to fail). */
-  async drain(): Promise<void> {
-    this.flush();
-    while (this.flushing.size > 0) await Promise.allSettled([...this.flushing]);
-  }
-
-  /** How many applied ids are remembered now (for metrics and tests). */
-  async appliedCount(): Promise<number> {
-    return this.redis.zcard(this.key('applied'));
-  }
-
-  /** Logs instead of throwing: used by timers. */
-  async pruneQuietly(): Promise<void> {
-    try {
-      await this.prune();
-    } catch (err) {
-      this.logger.warn(`Pruning applied ids failed: ${(err as Error).message}`);
-    }
   }
 }

@@ -19,6 +19,8 @@ export class TicksMetrics {
   readonly published: Counter;
   private server: ServerRedisStreams | undefined;
   private readonly counted = new WeakSet<object>();
+  /** The transport's duplicate counts already added to duplicatesSkipped. */
+  private readonly transportSeen = { memory: 0, redis: 0 };
 
   constructor() {
     const registers = [this.registry];
@@ -28,11 +30,15 @@ export class TicksMetrics {
       help: 'Ticks folded into candles (first application of a stream entry).',
       registers,
     });
+    const metrics = this;
     this.duplicatesSkipped = new Counter({
       name: 'ticks_duplicates_skipped_total',
-      help: 'Deliveries of a stream entry already applied: layer "memory" = in-process LRU of handled entry ids (IdempotencyStore), "redis" = applied-id set checked atomically with the candle update.',
+      help: 'Deliveries of a stream entry already applied: layer "memory" and "redis" = skipped by the transport\'s idempotency check (its in-process LRU, its Redis records), "effect" = caught by the candle script, which marks a record done in the same step as it applies the tick.',
       labelNames: ['layer'],
       registers,
+      collect() {
+        metrics.syncTransportDuplicates();
+      },
     });
     this.deadLettered = new Counter({
       name: 'ticks_dead_lettered_total',
@@ -121,6 +127,17 @@ export class TicksMetrics {
       }
       return original(command, stream);
     };
+  }
+
+  /** Adds what the transport skipped since the last scrape. */
+  private syncTransportDuplicates(): void {
+    if (!this.server) return;
+    const { duplicatesSkipped } = this.server.metrics();
+    for (const layer of ['memory', 'redis'] as const) {
+      const delta = duplicatesSkipped[layer] - this.transportSeen[layer];
+      if (delta > 0) this.duplicatesSkipped.inc({ layer }, delta);
+      this.transportSeen[layer] = duplicatesSkipped[layer];
+    }
   }
 
   async text(): Promise<string> {

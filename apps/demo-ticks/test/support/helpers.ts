@@ -151,3 +151,21 @@ export function metricValue(text: string, name: string, labels = ''): number {
   const line = text.split('\n').find((l) => l.startsWith(`${name}${labels ? `{${labels}}` : ''} `));
   return line ? Number(line.split(' ').pop()) : 0;
 }
+
+/** Entry ids whose tick was applied: their idempotency record (group "candles") is "done". */
+export async function appliedIds(
+  redis: Redis,
+  prefix: string,
+  stream: string,
+): Promise<Set<string>> {
+  const head = `${prefix}idem:candles:${stream}:`;
+  const keys: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, batch] = await redis.scan(cursor, 'MATCH', `${head}*`, 'COUNT', 1000);
+    cursor = next;
+    keys.push(...batch);
+  } while (cursor !== '0');
+  const values = keys.length > 0 ? await redis.mget(...keys) : [];
+  return new Set(keys.filter((_, i) => values[i] === 'done').map((k) => k.slice(head.length)));
+}

@@ -2,14 +2,16 @@
  * idem-begin-1: check-and-mark a batch of keys in one call.
  *   KEYS     the records
  *   ARGV[1]  token of this batch   ARGV[2] lockMs
- * Returns one number per key: 0 acquired (now holds the token), 1 in progress elsewhere, 2 done.
+ * Returns one number per key: 0 acquired (now holds the token), 1 done, 2 + the remaining lock
+ * time in ms for a key in progress elsewhere (2 for a key that appears twice in the batch).
  */
 export const IDEMPOTENCY_BEGIN_LUA = `
 local out = {}
 for i, key in ipairs(KEYS) do
   local v = redis.call('GET', key)
-  if v == 'done' then out[i] = 2
-  elseif v then out[i] = 1
+  if v == 'done' then out[i] = 1
+  elseif v == ARGV[1] then out[i] = 2
+  elseif v then out[i] = 2 + math.max(0, redis.call('PTTL', key))
   else
     redis.call('SET', key, ARGV[1], 'PX', ARGV[2])
     out[i] = 0

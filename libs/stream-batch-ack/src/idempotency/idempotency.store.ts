@@ -24,6 +24,8 @@ export interface BeginResult {
   states: IdempotencyState[];
   /** How many of the 'done' answers came from L2 (the rest from L1). */
   doneInL2: number;
+  /** For keys in progress in another process: how long their holder's lock still lasts, in ms. */
+  lockLeftMs: (number | undefined)[];
 }
 
 type Scripted = (Redis | Cluster) & {
@@ -89,7 +91,8 @@ export class IdempotencyStore {
         states[i] = 'acquired';
       } else ask.push(i);
     });
-    if (ask.length === 0) return { token, states, doneInL2: 0 };
+    const lockLeftMs: (number | undefined)[] = [];
+    if (ask.length === 0) return { token, states, doneInL2: 0, lockLeftMs };
     let doneInL2 = 0;
     // Held locally while L2 answers, so that the same key in a concurrent batch waits its turn.
     for (const i of ask) this.l1.set(keys[i], token, lockMs);
@@ -105,12 +108,13 @@ export class IdempotencyStore {
           group.forEach((i, n) => {
             const answer = Number(answers[n]);
             if (answer === 0) states[i] = 'acquired';
-            else if (answer === 2) {
+            else if (answer === 1) {
               states[i] = 'done';
               doneInL2++;
               this.l1.set(keys[i], DONE, this.ttlMs);
             } else {
               states[i] = 'processing';
+              lockLeftMs[i] = answer - 2;
               this.l1.delete(keys[i]);
             }
           });
@@ -120,7 +124,7 @@ export class IdempotencyStore {
       for (const i of ask) if (this.l1.get(keys[i]) === token) this.l1.delete(keys[i]);
       throw err;
     }
-    return { token, states, doneInL2 };
+    return { token, states, doneInL2, lockLeftMs };
   }
 
   /** Marks `done` processed and forgets `failed` (so that their retry runs): one round trip to L2 (per slot). */

@@ -118,11 +118,13 @@ export class EntryProcessor {
   }
 
   private async handle(route: Route, entries: DeliveredEntry[]): Promise<void> {
-    const jobs = await this.admit(route, entries);
-    if (jobs.length === 0) return;
+    const decoded = await this.admit(route, entries);
+    if (decoded.length === 0) return;
     const idem = route.idempotent;
     const store = this.deps.idempotency;
     if (!idem || !store) {
+      const jobs = await this.withinDeliveryLimit(route, decoded);
+      if (jobs.length === 0) return;
       if (route.batch) await this.settle(route, jobs, await this.runBatch(route, jobs));
       // Per-entry handlers without idempotency: each entry is acknowledged as soon as it is done.
       else
@@ -132,6 +134,9 @@ export class EntryProcessor {
       return;
     }
 
+    // Checked before the delivery limit: an entry that was handled (done) is acknowledged, and one
+    // that another consumer is handling (in progress) is left to it, however often it was delivered.
+    const jobs = decoded;
     let begun;
     try {
       begun = await store.begin(
@@ -149,14 +154,23 @@ export class EntryProcessor {
       );
       return;
     }
-    const { token, states, doneInL2 } = begun;
-    const toRun: Job[] = [];
+    const { token, states, doneInL2, lockLeftMs } = begun;
+    const acquired: Job[] = [];
     states.forEach((state, i) => {
       const job = jobs[i];
       if (state === 'done') this.deps.batcher.add(route.stream, job.entry.id);
-      else if (state === 'processing') this.deps.metrics.inProgressSkipped++;
-      else {
-        toRun.push(job);
+      else if (state === 'processing') {
+        // Not acknowledged: looked at again when the holder's lock ends (or it finished).
+        this.deps.metrics.inProgressSkipped++;
+        const wait = lockLeftMs[i];
+        this.deps.reclaimer.scheduleRetry(
+          route.stream,
+          job.entry.id,
+          job.entry.deliveries,
+          wait === undefined ? undefined : wait + 50,
+        );
+      } else {
+        acquired.push(job);
         if (
           job.entry.deliveries > 1 &&
           !this.lastErrors.has(`${route.stream}\u0000${job.entry.id}`)
@@ -167,6 +181,12 @@ export class EntryProcessor {
     const done = states.filter((s) => s === 'done').length;
     this.deps.metrics.duplicatesSkipped.redis += doneInL2;
     this.deps.metrics.duplicatesSkipped.memory += done - doneInL2;
+    const toRun = await this.withinDeliveryLimit(route, acquired);
+    if (toRun.length < acquired.length) {
+      // Dead-lettered: their keys are released, so that a replay runs.
+      const gone = acquired.filter((job) => !toRun.includes(job)).map((job) => job.key!);
+      await store.finish(token, [], gone).catch(() => undefined);
+    }
     if (toRun.length === 0) return;
 
     const handle = store.hasL2 ? { token, ttlMs: idem.ttlMs } : undefined;
@@ -190,7 +210,42 @@ export class EntryProcessor {
     await this.settle(route, toRun, outcomes);
   }
 
-  /** Decodes the entries; dead-letters the malformed ones and those delivered too often. */
+  /** Dead-letters the entries delivered more than maxDeliveries times (their handler keeps failing or crashing); returns the others. */
+  private async withinDeliveryLimit(route: Route, jobs: Job[]): Promise<Job[]> {
+    const max = this.deps.maxDeliveries;
+    if (jobs.every((job) => job.entry.deliveries <= max)) return jobs;
+    const within: Job[] = [];
+    const rejected: Promise<void>[] = [];
+    for (const job of jobs) {
+      const { entry } = job;
+      if (entry.deliveries <= max) {
+        within.push(job);
+        continue;
+      }
+      const key = `${route.stream}\u0000${entry.id}`;
+      const error = new MaxDeliveriesExceededError(
+        route.stream,
+        entry.id,
+        entry.deliveries - 1,
+        this.lastErrors.get(key),
+      );
+      this.deps.logger.warn(error.message);
+      rejected.push(
+        this.deadLetter(
+          route.stream,
+          entry,
+          job.decoded.fields,
+          entry.deliveries - 1,
+          'max-deliveries',
+          error,
+        ),
+      );
+    }
+    await Promise.all(rejected);
+    return within;
+  }
+
+  /** Decodes the entries and computes their idempotency keys; dead-letters the malformed ones. */
   private async admit(route: Route, entries: DeliveredEntry[]): Promise<Job[]> {
     const jobs: Job[] = [];
     const rejected: Promise<void>[] = [];
@@ -206,26 +261,6 @@ export class EntryProcessor {
             decoded.fields,
             entry.deliveries,
             'malformed',
-            error,
-          ),
-        );
-        continue;
-      }
-      if (entry.deliveries > this.deps.maxDeliveries) {
-        const error = new MaxDeliveriesExceededError(
-          route.stream,
-          entry.id,
-          entry.deliveries - 1,
-          this.lastErrors.get(`${route.stream}\u0000${entry.id}`),
-        );
-        this.deps.logger.warn(error.message);
-        rejected.push(
-          this.deadLetter(
-            route.stream,
-            entry,
-            decoded.fields,
-            entry.deliveries - 1,
-            'max-deliveries',
             error,
           ),
         );
@@ -394,7 +429,7 @@ export class EntryProcessor {
       this.deps.metrics.deadLettered++;
       this.lastErrors.delete(`${stream}\u0000${entry.id}`);
     } catch (err) {
-      // Still pending: the entry comes back through XAUTOCLAIM and is dead-lettered then.
+      // Still pending: the claim loop brings the entry back and it is dead-lettered then.
       this.deps.logger.error(
         `Dead-lettering entry ${entry.id} of "${stream}" failed: ${describeError(err)}`,
       );

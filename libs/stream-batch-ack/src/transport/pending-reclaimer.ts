@@ -40,8 +40,8 @@ interface Retry {
  * The pending entries list is the source of truth for everything not acknowledged:
  * - failed entries of this consumer are taken again with `XCLAIM` after an exponential backoff
  *   (which also counts the delivery); if this process dies first, they stay pending;
- * - entries of dead consumers (idle longer than `claim.minIdleMs`) are taken over with
- *   `XAUTOCLAIM` every `claim.intervalMs`.
+ * - entries of dead consumers (idle longer than `claim.minIdleMs`) are taken over every
+ *   `claim.intervalMs` (XPENDING IDLE, then XCLAIM of those not handled here already).
  */
 export class PendingReclaimer {
   private readonly cursors = new Map<string, string>();
@@ -81,9 +81,12 @@ export class PendingReclaimer {
     await Promise.allSettled([this.loop, ...this.firing]);
   }
 
-  /** Schedules the next delivery of an entry whose delivery `deliveries` failed; returns the delay. */
-  scheduleRetry(stream: string, id: string, deliveries: number): number {
-    const delayMs = backoffDelay(deliveries, this.options.retry, this.random);
+  /**
+   * Schedules the next delivery of an entry whose delivery `deliveries` failed (after the backoff
+   * delay), or was skipped (after `delayMs`); returns the delay.
+   */
+  scheduleRetry(stream: string, id: string, deliveries: number, delayMs?: number): number {
+    delayMs ??= backoffDelay(deliveries, this.options.retry, this.random);
     const due = Date.now() + delayMs;
     this.retries.set(`${stream}\u0000${id}`, { stream, id, deliveries, delayMs, due });
     if (due < this.retryTimerDue) this.armRetryTimer(due);
@@ -116,7 +119,7 @@ export class PendingReclaimer {
       const run = this.claimForRetry(stream, due)
         .catch((err) => {
           if (this.gate.isClosed) return;
-          // Still pending in Redis: XAUTOCLAIM takes them after claim.minIdleMs.
+          // Still pending in Redis: the claim loop takes them after claim.minIdleMs.
           this.logger.error(`XCLAIM for retry on "${stream}" failed: ${describeError(err)}`);
         })
         .finally(() => this.firing.delete(run));
@@ -156,50 +159,54 @@ export class PendingReclaimer {
           await this.claimOnce(stream);
         } catch (err) {
           if (!this.gate.isClosed)
-            this.logger.error(`XAUTOCLAIM on "${stream}" failed: ${describeError(err)}`);
+            this.logger.error(`Claiming on "${stream}" failed: ${describeError(err)}`);
         }
       }
     }
   }
 
-  /** One XAUTOCLAIM round on `stream`: takes entries idle longer than minIdleMs and delivers them. */
+  /**
+   * One round on `stream`: lists entries idle longer than `claim.minIdleMs` (XPENDING IDLE, which
+   * counts no delivery), leaves out those this consumer already handles or waits to retry, and
+   * takes the others with XCLAIM. Goes through the pending list `claim.count` entries per round.
+   */
   async claimOnce(stream: string): Promise<number> {
     const room = this.gate.room();
     if (room === 0) return 0;
     const { group, consumer, claim } = this.options;
-    const cursor = this.cursors.get(stream) ?? '0-0';
-    const [next, claimed] = (await this.commands.call(
-      'XAUTOCLAIM',
+    const count = Math.min(claim.count, room);
+    const after = this.cursors.get(stream);
+    const rows = (await this.commands.call(
+      'XPENDING',
+      stream,
+      group,
+      'IDLE',
+      claim.minIdleMs,
+      after ? `(${after}` : '-',
+      '+',
+      count,
+    )) as [id: string, owner: string, idleMs: number, deliveries: number][];
+    if (rows.length < count) this.cursors.delete(stream);
+    else this.cursors.set(stream, rows[rows.length - 1][0]);
+    const counts = new Map<string, number>();
+    for (const [id, , , deliveries] of rows)
+      if (!this.callbacks.isBusy(stream, id) && !this.isWaiting(stream, id))
+        counts.set(id, Number(deliveries));
+    if (counts.size === 0) return 0;
+    const claimed = (await this.commands.call(
+      'XCLAIM',
       stream,
       group,
       consumer,
       claim.minIdleMs,
-      cursor,
-      'COUNT',
-      Math.min(claim.count, room),
-    )) as [string, RawEntry[], string[]?];
-    this.cursors.set(stream, next);
-    const live: [string, string[]][] = [];
-    for (const [id, fields] of claimed) {
-      // Redis < 7 returns entries deleted from the stream with nil fields.
-      if (fields === null) this.callbacks.acknowledge(stream, id);
-      else if (!this.callbacks.isBusy(stream, id) && !this.isWaiting(stream, id))
-        live.push([id, fields]);
-    }
-    if (live.length === 0) return 0;
-    const pipeline = this.commands.pipeline();
-    for (const [id] of live) pipeline.call('XPENDING', stream, group, id, id, 1);
-    const counts = (await pipeline.exec()) ?? [];
+      ...counts.keys(),
+    )) as RawEntry[];
     const entries: DeliveredEntry[] = [];
-    live.forEach(([id, fields], i) => {
-      const [err, rows] = counts[i] ?? [];
-      const row =
-        !err && Array.isArray(rows) && rows.length > 0
-          ? (rows[0] as [string, string, number, number])
-          : undefined;
-      if (row) entries.push({ id, fields, deliveries: Number(row[3]) });
-      // No row: acknowledged in the meantime.
-    });
+    for (const [id, fields] of claimed) {
+      // Deleted from the stream while pending (Redis < 7 returns it with nil fields; 7 drops it).
+      if (fields === null) this.callbacks.acknowledge(stream, id);
+      else entries.push({ id, fields, deliveries: (counts.get(id) ?? 0) + 1 });
+    }
     if (entries.length > 0) this.callbacks.deliver(stream, entries);
     return entries.length;
   }

@@ -15,7 +15,7 @@ export enum RedisStreamsEventsMap {
   END = 'end',
 }
 
-/** `reader`: the blocking XREADGROUP connection; `command`: everything else (XACK, XAUTOCLAIM, scripts); `client`: the producer. */
+/** `reader`: the blocking XREADGROUP connection; `command`: everything else (XACK, XCLAIM, scripts); `client`: the producer. */
 export type RedisStreamsConnectionType = 'reader' | 'command' | 'client';
 
 export type RedisStreamsEvents = {

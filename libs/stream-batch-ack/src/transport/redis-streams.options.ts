@@ -25,7 +25,7 @@ export interface RedisStreamsServerOptions {
   startId?: string;
   read?: { count?: number; blockMs?: number };
   ack?: { batchSize?: number; intervalMs?: number; maxPending?: number; backoff?: BackoffOptions };
-  /** Taking over the pending entries of dead consumers (XAUTOCLAIM). */
+  /** Taking over the pending entries of dead consumers (XPENDING IDLE + XCLAIM). */
   claim?: { minIdleMs?: number; intervalMs?: number; count?: number };
   /**
    * When a failed entry is tried again, by this consumer: exponential backoff with jitter after

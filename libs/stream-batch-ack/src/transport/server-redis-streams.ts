@@ -337,7 +337,7 @@ export class ServerRedisStreams
     await this.batcher?.flush();
   }
 
-  /** One XAUTOCLAIM round on `stream` (normally run every `claim.intervalMs`). */
+  /** One claim round on `stream` (normally run every `claim.intervalMs`). */
   async claimOnce(stream: string): Promise<number> {
     if (!this.reclaimer) throw new NotInitializedError('ServerRedisStreams');
     return this.reclaimer.claimOnce(stream);
