@@ -1,0 +1,641 @@
+/*
+ * The two libraries as an app outside the repository gets them: `npm pack` (prepack builds dist/),
+ * a fresh Nest 11 app in a temp directory that installs the tarballs and public registry packages
+ * only (no workspace link, no path mapping), compiled by its own tsc in strict mode and run with
+ * node against the real Redis. Two apps, installed, compiled and run concurrently:
+ *
+ * - A: tsconfig module/moduleResolution nodenext (Nest 11's new-project default), ioredis 6,
+ *   @nestjs/terminus and cache-manager installed; also uses the `/health` subpaths.
+ * - B: module commonjs (moduleResolution node10: the `/health` types come from `typesVersions`),
+ *   ioredis 5, neither @nestjs/terminus nor cache-manager: the `/health` subpaths must fail
+ *   with a message that says to install @nestjs/terminus.
+ *
+ * The apps' sources are test/package/fixture/*.ts; each prints one JSON line of results and must
+ * exit by itself (a leaked handle fails the test). Finally: what npm does with ioredis 4.
+ */
+import { ChildProcess, spawn } from 'node:child_process';
+import { existsSync, lstatSync, realpathSync } from 'node:fs';
+import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, relative, sep } from 'node:path';
+import { Redis } from 'ioredis';
+import { deleteKeys, REDIS_URL, uniquePrefix } from '../support/redis';
+
+const root = join(__dirname, '..', '..');
+const fixture = join(__dirname, 'fixture');
+
+const CALLS = 1000; // per app instance (the stampede check runs two instances)
+const MESSAGES = 1000;
+const GROUP = 'outside-consumer';
+
+/** The files a tarball may hold besides dist/, and must hold. */
+const TOP_LEVEL_FILES = ['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md'];
+
+const PACKAGES = [
+  { name: '@nest-redis-resilience/stampede', dir: 'libs/stampede' },
+  { name: '@nest-redis-resilience/stream-batch-ack', dir: 'libs/stream-batch-ack' },
+] as const;
+type PackageName = (typeof PACKAGES)[number]['name'];
+
+interface PackageJson {
+  name: string;
+  version: string;
+  main?: string;
+  types?: string;
+  exports?: Record<string, string | Record<string, string>>;
+  typesVersions?: Record<string, Record<string, string[]>>;
+  peerDependencies?: Record<string, string>;
+}
+
+interface Packed {
+  packageJson: PackageJson;
+  tarball: string;
+  /** Paths in the tarball, from `npm pack --json` (the real pack). */
+  packed: string[];
+  /** Paths from `npm pack --dry-run --json`. */
+  dryRun: string[];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Child processes: promisified spawn, killed (their whole process group) on timeout or in afterAll.
+
+interface Ran {
+  command: string;
+  cwd: string;
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  timedOut: boolean;
+  ms: number;
+  stdout: string;
+  stderr: string;
+}
+
+const running = new Set<ChildProcess>();
+/** Set by afterAll: a pipeline still going starts no further command. */
+let stopping = false;
+
+function killGroup(child: ChildProcess): void {
+  try {
+    if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
+
+/** The environment of this process without npm's (`npm test` sets npm_config_local_prefix etc.). */
+function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (!/^npm_/i.test(key) && key !== 'INIT_CWD' && key !== 'NODE_PATH') env[key] = value;
+  }
+  return { ...env, ...extra };
+}
+
+function run(
+  command: string,
+  args: string[],
+  options: { cwd: string; timeoutMs: number; env?: NodeJS.ProcessEnv },
+): Promise<Ran> {
+  const started = Date.now();
+  const line = [command, ...args].join(' ');
+  if (stopping) return Promise.reject(new Error(`${line}: not started, the tests are over`));
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, {
+      cwd: options.cwd,
+      env: options.env ?? cleanEnv(),
+      detached: true, // its own process group, so that a timeout kills npm's children too
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    running.add(child);
+    let stdout = '';
+    let stderr = '';
+    let timedOut = false;
+    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const timer = setTimeout(() => {
+      timedOut = true;
+      killGroup(child);
+    }, options.timeoutMs);
+    child.on('error', (err) => {
+      clearTimeout(timer);
+      running.delete(child);
+      reject(new Error(`${line} (in ${options.cwd}) did not start: ${err.message}`));
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      running.delete(child);
+      resolve({
+        command: line,
+        cwd: options.cwd,
+        code,
+        signal,
+        timedOut,
+        ms: Date.now() - started,
+        stdout,
+        stderr,
+      });
+    });
+  });
+}
+
+function tail(text: string, lines = 60): string {
+  const all = text.trimEnd().split('\n');
+  return (all.length > lines ? ['[...]', ...all.slice(-lines)] : all).join('\n');
+}
+
+function describeRun(r: Ran, timeoutMs?: number): string {
+  const ending = r.timedOut
+    ? `did not exit within ${timeoutMs ?? '?'} ms (killed)`
+    : `exited with code ${r.code}${r.signal ? `, signal ${r.signal}` : ''} after ${r.ms} ms`;
+  return `\`${r.command}\` in ${r.cwd} ${ending}\n--- stdout ---\n${tail(r.stdout)}\n--- stderr ---\n${tail(r.stderr)}`;
+}
+
+/** run(), failing with the command's output unless it exited with code 0 in time. */
+async function runOk(
+  command: string,
+  args: string[],
+  options: { cwd: string; timeoutMs: number; env?: NodeJS.ProcessEnv },
+): Promise<Ran> {
+  const r = await run(command, args, options);
+  if (r.timedOut || r.code !== 0) throw new Error(describeRun(r, options.timeoutMs));
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Packing
+
+function parsePackJson(r: Ran): { filename: string; files: { path: string }[] } {
+  const start = r.stdout.search(/^\[/m);
+  try {
+    const [result] = JSON.parse(r.stdout.slice(start)) as {
+      filename: string;
+      files: { path: string }[];
+    }[];
+    return result;
+  } catch (err) {
+    throw new Error(`cannot parse the JSON of ${describeRun(r)}\n${String(err)}`);
+  }
+}
+
+async function pack(dir: string, destination: string): Promise<Packed> {
+  const cwd = join(root, dir);
+  const packageJson = JSON.parse(await readFile(join(cwd, 'package.json'), 'utf8')) as PackageJson;
+  // The real pack runs prepack (the build); the dry run after it lists the same dist/ unbuilt.
+  const real = parsePackJson(
+    await runOk('npm', ['pack', '--json', '--pack-destination', destination], {
+      cwd,
+      timeoutMs: 120_000,
+    }),
+  );
+  const dryRun = parsePackJson(
+    await runOk('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {
+      cwd,
+      timeoutMs: 60_000,
+    }),
+  );
+  return {
+    packageJson,
+    tarball: join(destination, real.filename),
+    packed: real.files.map((f) => f.path).sort(),
+    dryRun: dryRun.files.map((f) => f.path).sort(),
+  };
+}
+
+/** Every file that main, types, exports and typesVersions point at, without the leading `./`. */
+function entryTargets(pkg: PackageJson): string[] {
+  const targets = [pkg.main, pkg.types];
+  for (const value of Object.values(pkg.exports ?? {}))
+    targets.push(...(typeof value === 'string' ? [value] : Object.values(value)));
+  for (const map of Object.values(pkg.typesVersions ?? {}))
+    for (const paths of Object.values(map)) targets.push(...paths);
+  return [...new Set(targets.filter((t): t is string => !!t).map((t) => t.replace(/^\.\//, '')))];
+}
+
+// ---------------------------------------------------------------------------------------------
+// The outside apps
+
+function installedVersion(name: string): string {
+  const pkg = require(join(root, 'node_modules', name, 'package.json')) as { version: string };
+  return pkg.version;
+}
+
+interface Variant {
+  name: 'A' | 'B';
+  dir: string;
+  main: string;
+  dependencies: Record<string, string>;
+  tsconfig: Record<string, unknown>;
+  keyPrefix: string;
+  stream: string;
+}
+
+interface AppResult {
+  variant: string;
+  ioredis: { app: string; appVersion: string; stampede: string; streamBatchAck: string };
+  stampede: {
+    calls: number;
+    loads: number;
+    loadsPerInstance: number[];
+    distinctValues: string[];
+    metrics: Record<string, number>[];
+    extra?: unknown;
+  };
+  streams: {
+    emitted: number;
+    handled: number;
+    distinctIds: number;
+    distinctPayloads: number;
+    redeliveries: number;
+    extra?: unknown;
+  };
+  cacheManager?: { calls: number; loads: number; distinctValues: unknown[] };
+  installed?: Record<string, boolean>;
+  health?: Record<'stampede' | 'streamBatchAck', { exports?: string[]; error?: string }>;
+}
+
+interface AppRun {
+  ran: Ran;
+  result: AppResult;
+}
+
+const commonCompilerOptions = {
+  strict: true,
+  experimentalDecorators: true,
+  emitDecoratorMetadata: true,
+  declaration: true,
+  removeComments: true,
+  allowSyntheticDefaultImports: true,
+  sourceMap: true,
+  forceConsistentCasingInFileNames: true,
+  outDir: './dist',
+  rootDir: './src',
+  types: ['node'],
+};
+
+async function install(v: Variant): Promise<void> {
+  await mkdir(join(v.dir, 'src'), { recursive: true });
+  await writeFile(
+    join(v.dir, 'package.json'),
+    JSON.stringify(
+      {
+        name: `outside-consumer-${v.name.toLowerCase()}`,
+        version: '0.0.0',
+        private: true,
+        dependencies: v.dependencies,
+        devDependencies: {
+          typescript: installedVersion('typescript'),
+          '@types/node': installedVersion('@types/node'),
+        },
+      },
+      null,
+      2,
+    ),
+  );
+  await writeFile(join(v.dir, 'tsconfig.json'), JSON.stringify(v.tsconfig, null, 2));
+  await copyFile(join(fixture, 'checks.ts'), join(v.dir, 'src', 'checks.ts'));
+  await copyFile(join(fixture, v.main), join(v.dir, 'src', 'main.ts'));
+  await runOk('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund'], {
+    cwd: v.dir,
+    timeoutMs: 150_000,
+  });
+}
+
+async function compile(v: Variant): Promise<void> {
+  await runOk(
+    process.execPath,
+    [join('node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'],
+    { cwd: v.dir, timeoutMs: 120_000 },
+  );
+}
+
+const APP_TIMEOUT_MS = 60_000;
+
+async function runApp(v: Variant): Promise<AppRun> {
+  const ran = await run(process.execPath, ['dist/main.js'], {
+    cwd: v.dir,
+    timeoutMs: APP_TIMEOUT_MS,
+    env: cleanEnv({
+      REDIS_URL,
+      KEY_PREFIX: v.keyPrefix,
+      STREAM: v.stream,
+      GROUP,
+      CALLS: String(CALLS),
+      MESSAGES: String(MESSAGES),
+    }),
+  });
+  if (ran.timedOut || ran.code !== 0) throw new Error(describeRun(ran, APP_TIMEOUT_MS));
+  const lines = ran.stdout.split('\n').filter((l) => l.startsWith('{'));
+  if (lines.length !== 1)
+    throw new Error(`expected one JSON line of results from ${describeRun(ran, APP_TIMEOUT_MS)}`);
+  return { ran, result: JSON.parse(lines[0]) as AppResult };
+}
+
+interface Pipeline {
+  variant: Variant;
+  installed: Promise<void>;
+  compiled: Promise<void>;
+  ran: Promise<AppRun>;
+}
+
+/** install -> compile -> run, started at once; the tests await the step they check. */
+function start(variant: Variant): Pipeline {
+  const installed = install(variant);
+  const compiled = installed.then(() => compile(variant));
+  const ran = compiled.then(() => runApp(variant));
+  // Rejections are reported by the tests that await them, not as unhandled ones.
+  for (const step of [installed, compiled, ran]) step.catch(() => undefined);
+  return { variant, installed, compiled, ran };
+}
+
+function packageDir(v: Variant, name: string): string {
+  return join(v.dir, 'node_modules', ...name.split('/'));
+}
+
+const isInside = (dir: string, file: string) => !relative(dir, file).startsWith(`..${sep}`);
+
+// ---------------------------------------------------------------------------------------------
+
+describe('the packed packages in a Nest 11 app outside the repository', () => {
+  jest.setTimeout(240_000);
+
+  const prefix = uniquePrefix('package');
+  let redis: Redis;
+  let work: string;
+  const packs = {} as Record<PackageName, Packed>;
+  let a: Pipeline;
+  let b: Pipeline;
+
+  beforeAll(async () => {
+    redis = new Redis(REDIS_URL);
+    work = await mkdtemp(join(tmpdir(), 'nrr-outside-consumer-'));
+    if (isInside(root, work)) throw new Error(`${work} is inside the repository: set TMPDIR`);
+    const packDir = join(work, 'packs');
+    await mkdir(packDir);
+    await Promise.all(
+      PACKAGES.map(async ({ name, dir }) => {
+        packs[name] = await pack(dir, packDir);
+      }),
+    );
+    const tarballs = Object.fromEntries(
+      PACKAGES.map(({ name }) => [name, `file:${packs[name].tarball}`]),
+    );
+    const nest = Object.fromEntries(
+      ['@nestjs/common', '@nestjs/core', '@nestjs/microservices', 'reflect-metadata', 'rxjs'].map(
+        (name) => [name, installedVersion(name)],
+      ),
+    );
+    a = start({
+      name: 'A',
+      dir: join(work, 'app-a'),
+      main: 'main-a.ts',
+      dependencies: {
+        ...tarballs,
+        ...nest,
+        ioredis: installedVersion('ioredis'),
+        '@nestjs/terminus': installedVersion('@nestjs/terminus'),
+        'cache-manager': installedVersion('cache-manager'),
+      },
+      tsconfig: {
+        compilerOptions: {
+          ...commonCompilerOptions,
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          resolvePackageJsonExports: true,
+          esModuleInterop: true,
+          isolatedModules: true,
+          target: 'ES2023',
+          skipLibCheck: false, // the packages' .d.ts are checked too
+        },
+        include: ['src'],
+      },
+      keyPrefix: `${prefix}a:stampede:`,
+      stream: `${prefix}a:events`,
+    });
+    b = start({
+      name: 'B',
+      dir: join(work, 'app-b'),
+      main: 'main-b.ts',
+      dependencies: { ...tarballs, ...nest, ioredis: '^5.0.0' },
+      tsconfig: {
+        compilerOptions: {
+          ...commonCompilerOptions,
+          module: 'commonjs',
+          moduleResolution: 'node10',
+          target: 'ES2021',
+          skipLibCheck: true, // as the older template; health.d.ts imports the absent terminus
+        },
+        include: ['src'],
+      },
+      keyPrefix: `${prefix}b:stampede:`,
+      stream: `${prefix}b:events`,
+    });
+  }, 180_000);
+
+  afterAll(async () => {
+    stopping = true;
+    for (const child of running) killGroup(child);
+    await Promise.allSettled([a, b].flatMap((p) => (p ? [p.ran] : [])));
+    if (work) await rm(work, { recursive: true, force: true });
+    if (redis) {
+      await deleteKeys(redis, prefix);
+      await redis.quit();
+    }
+  });
+
+  describe('npm pack', () => {
+    it.each(PACKAGES.map((p) => p.name))(
+      '%s: the tarball holds package.json, README.md, LICENSE, CHANGELOG.md and dist/ only (no sources, specs or tests)',
+      (name) => {
+        const { packed, dryRun, packageJson } = packs[name];
+        expect(dryRun).toEqual(packed);
+        const unexpected = dryRun.filter(
+          (path) =>
+            !TOP_LEVEL_FILES.includes(path) &&
+            !(
+              path.startsWith('dist/') &&
+              (!path.endsWith('.ts') || path.endsWith('.d.ts')) &&
+              !/\.(e2e-)?spec\.|(^|\/)(test|tests|__tests__)\/|\.tsbuildinfo$/.test(path)
+            ),
+        );
+        expect(unexpected).toEqual([]);
+        // Everything main, types, exports and typesVersions name is in it.
+        expect(entryTargets(packageJson).filter((t) => !dryRun.includes(t))).toEqual([]);
+      },
+    );
+
+    it.each(PACKAGES.map((p) => p.name))(
+      '%s: the tarball has all of README.md, LICENSE and CHANGELOG.md',
+      (name) => {
+        const missing = TOP_LEVEL_FILES.filter((f) => !packs[name].dryRun.includes(f));
+        expect(missing).toEqual([]);
+      },
+    );
+  });
+
+  /** Installed from the tarball: a real directory of the app, no link to the workspace. */
+  function expectInstalledFromTarball(v: Variant, name: PackageName): void {
+    const dir = packageDir(v, name);
+    expect(lstatSync(dir).isSymbolicLink()).toBe(false);
+    expect(isInside(v.dir, realpathSync(dir))).toBe(true);
+    expect(existsSync(join(dir, 'src'))).toBe(false);
+    expect(existsSync(join(dir, 'dist', 'index.js'))).toBe(true);
+    const version = (require(join(dir, 'package.json')) as { version: string }).version;
+    expect(version).toBe(packs[name].packageJson.version);
+  }
+
+  /** What both apps must show, and what Redis holds after they exited. */
+  async function expectCoreChecks(v: Variant, { ran, result }: AppRun): Promise<void> {
+    expect(ran.stderr).toBe('');
+    expect(result.variant).toBe(v.name);
+
+    // One ioredis: the app's, which both packages resolve as their peer.
+    expect(isInside(v.dir, result.ioredis.app)).toBe(true);
+    expect(result.ioredis.stampede).toBe(result.ioredis.app);
+    expect(result.ioredis.streamBatchAck).toBe(result.ioredis.app);
+
+    // @Cacheable + @SingleFlight() + @DistLock(): 1000 concurrent calls on each of two
+    // instances, one load in all, one value.
+    expect(result.stampede).toMatchObject({
+      calls: 2 * CALLS,
+      loads: 1,
+      distinctValues: [JSON.stringify({ id: 42, name: 'product 42' })],
+    });
+    expect(result.stampede.metrics).toHaveLength(2);
+    for (const m of result.stampede.metrics) {
+      expect(m).toMatchObject({ calls: CALLS, errors: 0, storeErrors: 0, lockTimeouts: 0 });
+    }
+    // The value went to Redis under the key prefix, and the lock was released.
+    expect(await redis.exists(`${v.keyPrefix}{product:42}`)).toBe(1);
+    expect(await redis.exists(`${v.keyPrefix}{product:42}:lock`)).toBe(0);
+
+    // ServerRedisStreams + ClientRedisStreams: 1000 emitted, each handled once, all acked.
+    expect(result.streams).toMatchObject({
+      emitted: MESSAGES,
+      handled: MESSAGES,
+      distinctIds: MESSAGES,
+      distinctPayloads: MESSAGES,
+      redeliveries: 0,
+    });
+    expect(await redis.xlen(v.stream)).toBe(MESSAGES);
+    const pending = (await redis.call('XPENDING', v.stream, GROUP)) as [number, ...unknown[]];
+    expect(Number(pending[0])).toBe(0);
+    expect(await redis.exists(`${v.stream}:dlq`)).toBe(0);
+  }
+
+  describe('A: nodenext, ioredis 6, @nestjs/terminus and cache-manager installed', () => {
+    it('installs from the tarballs and the public registry only', async () => {
+      await a.installed;
+      for (const { name } of PACKAGES) expectInstalledFromTarball(a.variant, name);
+      for (const name of ['ioredis', '@nestjs/terminus', 'cache-manager']) {
+        const pkg = require(join(packageDir(a.variant, name), 'package.json')) as {
+          version: string;
+        };
+        expect(pkg.version).toBe(installedVersion(name));
+      }
+    });
+
+    it('compiles with its own tsc in strict mode, the packages’ .d.ts included', async () => {
+      await a.compiled;
+      expect(existsSync(join(a.variant.dir, 'dist', 'main.js'))).toBe(true);
+    });
+
+    it('runs against Redis: one load for 2 x 1000 calls, 1000 events handled once and acked, health up, exits by itself', async () => {
+      const app = await a.ran;
+      await expectCoreChecks(a.variant, app);
+      const { result } = app;
+      expect(result.ioredis.appVersion).toBe(installedVersion('ioredis'));
+      expect(result.stampede.extra).toMatchObject({
+        status: 'ok',
+        info: { cache: { status: 'up', store: 'redis' } },
+      });
+      expect(result.streams.extra).toMatchObject({
+        status: 'ok',
+        info: { events: { status: 'up', stream: a.variant.stream, group: GROUP, consumers: 1 } },
+      });
+      // StampedeModule.forRoot({ cacheManager: createCache() }) from the optional peer.
+      expect(result.cacheManager).toEqual({ calls: 101, loads: 1, distinctValues: [1.08] });
+    });
+  });
+
+  describe('B: commonjs + node10 resolution, ioredis 5, no @nestjs/terminus, no cache-manager', () => {
+    it('installs from the tarballs without the optional peers', async () => {
+      await b.installed;
+      for (const { name } of PACKAGES) expectInstalledFromTarball(b.variant, name);
+      const ioredis = require(join(packageDir(b.variant, 'ioredis'), 'package.json')) as {
+        version: string;
+      };
+      expect(ioredis.version).toMatch(/^5\./);
+      expect(existsSync(packageDir(b.variant, '@nestjs/terminus'))).toBe(false);
+      expect(existsSync(packageDir(b.variant, 'cache-manager'))).toBe(false);
+    });
+
+    it('compiles with its own tsc in strict mode (the /health types through typesVersions)', async () => {
+      await b.compiled;
+      expect(existsSync(join(b.variant.dir, 'dist', 'main.js'))).toBe(true);
+    });
+
+    it('runs against Redis with the main entries; the /health entries say to install @nestjs/terminus', async () => {
+      const app = await b.ran;
+      await expectCoreChecks(b.variant, app);
+      const { result } = app;
+      expect(result.ioredis.appVersion).toMatch(/^5\./);
+      expect(result.installed).toEqual({ '@nestjs/terminus': false, 'cache-manager': false });
+      for (const [key, name] of [
+        ['stampede', '@nest-redis-resilience/stampede/health'],
+        ['streamBatchAck', '@nest-redis-resilience/stream-batch-ack/health'],
+      ] as const) {
+        const outcome = result.health?.[key];
+        expect(outcome?.exports).toBeUndefined();
+        expect(outcome?.error).toContain(name);
+        expect(outcome?.error).toContain('@nestjs/terminus');
+        expect(outcome?.error).toMatch(/install/i);
+        expect(outcome?.error).not.toMatch(/Cannot find module/);
+      }
+    });
+  });
+
+  it('npm refuses ioredis 4 next to the packages: ERESOLVE naming the peer range', async () => {
+    // Wait for the apps first: this install only resolves, but the machine is small.
+    await Promise.allSettled([a.ran, b.ran]);
+    const dir = join(work, 'app-ioredis4');
+    await mkdir(dir);
+    const tarballs = Object.fromEntries(
+      PACKAGES.map(({ name }) => [name, `file:${packs[name].tarball}`]),
+    );
+    await writeFile(
+      join(dir, 'package.json'),
+      JSON.stringify({
+        name: 'outside-consumer-ioredis4',
+        version: '0.0.0',
+        private: true,
+        dependencies: {
+          ...tarballs,
+          '@nestjs/common': installedVersion('@nestjs/common'),
+          '@nestjs/core': installedVersion('@nestjs/core'),
+          '@nestjs/microservices': installedVersion('@nestjs/microservices'),
+          'reflect-metadata': installedVersion('reflect-metadata'),
+          rxjs: installedVersion('rxjs'),
+          ioredis: '^4.0.0',
+        },
+      }),
+    );
+    const ran = await run(
+      'npm',
+      ['install', '--dry-run', '--prefer-offline', '--no-audit', '--no-fund'],
+      { cwd: dir, timeoutMs: 90_000 },
+    );
+    if (ran.timedOut || ran.code === 0)
+      throw new Error(`expected npm to refuse: ${describeRun(ran, 90_000)}`);
+    expect(ran.stderr).toContain('code ERESOLVE');
+    expect(ran.stderr).toMatch(/Found: ioredis@4\.\d+\.\d+/);
+    // The first package whose peer range excludes it is named, with that range.
+    const named = PACKAGES.filter(({ name }) => {
+      const { version, peerDependencies } = packs[name].packageJson;
+      return ran.stderr.includes(
+        `peer ioredis@"${peerDependencies?.ioredis}" from ${name}@${version}`,
+      );
+    });
+    expect(named.length).toBeGreaterThan(0);
+    expect(existsSync(join(dir, 'node_modules'))).toBe(false);
+  });
+});
