@@ -55,6 +55,15 @@ export interface ProcessorDeps {
   reply(request: RequestInfo, result: { response?: unknown; err?: unknown }): Promise<void>;
 }
 
+/** How one entry's run ended. */
+interface Outcome {
+  error?: unknown;
+  /** Succeeded, but the handler asked to leave the entry pending. */
+  skipAck?: boolean;
+  /** A request whose error was sent back to the caller: acknowledged, not retried. */
+  answered?: boolean;
+}
+
 /** An entry that decoded well and is about to run. */
 interface Job {
   entry: DeliveredEntry;
@@ -329,11 +338,7 @@ export class EntryProcessor {
     );
   }
 
-  private async runOne(
-    route: Route,
-    job: Job,
-    handle?: IdempotencyHandle,
-  ): Promise<{ error?: unknown; skipAck?: boolean }> {
+  private async runOne(route: Route, job: Job, handle?: IdempotencyHandle): Promise<Outcome> {
     const { group, consumer } = this.deps;
     const { entry, decoded } = job;
     const ctx = new RedisStreamsContext([
@@ -351,7 +356,11 @@ export class EntryProcessor {
       response = await this.deps.invoke(route, job.payload, ctx);
     } catch (err) {
       const error = ctx.hasError() ? ctx.getError() : err;
-      if (route.replies && decoded.request) await this.sendReply(decoded.request, { err: error });
+      if (route.replies && decoded.request) {
+        // The caller gets the error and decides: a request is not retried.
+        await this.sendReply(decoded.request, { err: error });
+        return { error: error ?? new Error('handler failed'), answered: true };
+      }
       return { error: error ?? new Error('handler failed') };
     }
     if (route.replies && decoded.request) await this.sendReply(decoded.request, { response });
@@ -372,11 +381,7 @@ export class EntryProcessor {
   }
 
   /** Acknowledges what succeeded; retries (or dead-letters, at maxDeliveries) what failed. */
-  private async settle(
-    route: Route,
-    jobs: Job[],
-    outcomes: { error?: unknown; skipAck?: boolean }[],
-  ): Promise<void> {
+  private async settle(route: Route, jobs: Job[], outcomes: Outcome[]): Promise<void> {
     const { stream } = route;
     const dead: Promise<void>[] = [];
     outcomes.forEach((outcome, i) => {
@@ -389,6 +394,10 @@ export class EntryProcessor {
         return;
       }
       this.deps.metrics.failed++;
+      if (outcome.answered) {
+        this.deps.batcher.add(stream, entry.id);
+        return;
+      }
       const message = describeError(outcome.error);
       this.lastErrors.set(key, message);
       if (entry.deliveries >= this.deps.maxDeliveries) {
