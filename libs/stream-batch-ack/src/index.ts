@@ -21,6 +21,21 @@ export {
   StreamBatchAckError,
 } from './core/errors';
 export { LruCache, type LruCacheOptions } from './core/lru-cache';
+export {
+  type DeadLetter,
+  type DeadLetterReason,
+  isStreamId,
+  parseDeadLetter,
+} from './dead-letter/dead-letter-entry';
+export {
+  DeadLetterError,
+  DeadLetters,
+  type DeadLettersOptions,
+  type ListDeadLettersOptions,
+  REPLAY_DEAD_LETTER_LUA,
+  type ReplayOptions,
+  type ReplayResult,
+} from './dead-letter/dead-letters';
 export { IDEMPOTENT_EFFECT_LUA } from './idempotency/idempotency-scripts';
 export type {
   IdempotentOptions,
