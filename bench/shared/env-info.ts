@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import { join } from 'node:path';
@@ -26,6 +27,20 @@ export function packageVersion(name: string): string {
   } catch {
     return 'not installed';
   }
+}
+
+/**
+ * The commit the code under `paths` was measured at, for the report (the library moves between
+ * runs): `<short hash>`, `+ uncommitted changes` when `paths` differ from it, 'unknown' outside git.
+ */
+export function gitRevision(paths: string[]): string {
+  const git = (...args: string[]) =>
+    spawnSync('git', ['-C', ROOT, ...args], { encoding: 'utf8', timeout: 10_000 });
+  const head = git('rev-parse', '--short', 'HEAD');
+  if (head.status !== 0) return 'unknown';
+  const dirty = git('status', '--porcelain', '--', ...paths);
+  const changed = dirty.status === 0 && dirty.stdout.trim() !== '';
+  return `${head.stdout.trim()}${changed ? ' + uncommitted changes' : ''}`;
 }
 
 /** Parses an `INFO <section>` reply into key/value pairs. */

@@ -2,18 +2,30 @@
  * npm run bench:ticks -- [options]
  *
  * Producer and consumer run as forked processes on a real Redis. For each mode and variant:
- *   modes     fixed: --rate msgs/s for --duration s;  max: --messages as fast as possible
- *   variants  per-message: ServerRedisStreams with ack.batchSize 1, ack.intervalMs 0 (one XACK per message)
- *             batch:       ServerRedisStreams with ack.batchSize --batch-size, ack.intervalMs --interval
- *             raw:         a plain ioredis loop, XREADGROUP COUNT --read-count + one XACK per batch (the ceiling)
+ *   modes     fixed: --rate msgs/s for --duration s, producer and consumer together
+ *             drain: --messages (after the warm-up's) written first, then the consumer drains the backlog
+ *             max:   --messages written as fast as possible while the consumer reads
+ *   variants  per-message:   ServerRedisStreams, per-message handler, ack.batchSize 1, ack.intervalMs 0
+ *             batch:         ServerRedisStreams, per-message handler, ack.batchSize --batch-size, ack.intervalMs --interval
+ *             batch-handler: ServerRedisStreams, batch handler (@EventPattern(stream, { batch: true })), batched acks
+ *             idem-memory:   batch-handler + idempotency { store: 'memory' } (L1 LRU)
+ *             idem-redis:    batch-handler + idempotency { store: 'redis' } (L1 LRU + Redis L2)
+ *             raw:           a plain ioredis loop, XREADGROUP COUNT --read-count + one XACK per batch (the ceiling)
+ *             raw-idem:      raw + the library's IdempotencyStore (L1 + L2) per batch (a diagnostic, not by default)
+ *   Every consumer does the same work per message: parse it and record its latency and sequence number.
  *
- *   --modes fixed,max          --variants per-message,batch,raw     --repeat 1 (runs of each row)
+ *   --modes fixed,drain        (default; max is also available)
+ *   --variants a,b,...         the same variants for every mode; default per mode:
+ *                              drain and max: batch-handler,idem-memory,idem-redis,raw
+ *                              fixed:         batch-handler,idem-redis,raw
+ *   --repeat 1 (runs of each row; the tables then add the median of each variant, the targets use medians)
  *   --rate 10000   --duration 30 (seconds)   --messages 200000   --warmup 2 (seconds at --rate)
  *   --batch-size 500   --interval 50   --read-count 500   --concurrency 1000
- *   --pipeline 1000 (max mode: XADDs per pipeline, 4 in flight)
+ *   --pipeline 1000 (max and drain modes: XADDs per pipeline, 4 in flight)
  *   --redis-url <url>          use this Redis instead of starting a throwaway redis-server
  *                              (INFO commandstats is server-wide: other clients' commands then count too)
- *   --cpu-prof <dir>           run the consumers with node --cpu-prof, profiles written to <dir>
+ *   --cpu-prof <dir>           write a CPU profile of each consumer's measured window to <dir>
+ *                              (<mode>-<variant>-<run>.cpuprofile) and print where the CPU went
  *   --json <file>              also write every number as JSON
  *   --demo [options]           instead: the demo-ticks app at 10,000 ticks/s (options in bench/demo-ticks/main.ts)
  *
@@ -21,17 +33,20 @@
  * that the command counts come from this benchmark only.
  */
 import { ChildProcess, fork } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
-import { collectEnvInfo, EnvInfo, formatEnvInfo, parseInfo } from '../shared/env-info';
+import { collectEnvInfo, EnvInfo, formatEnvInfo, gitRevision, parseInfo } from '../shared/env-info';
+import { otherCpuPercent, snapshotOtherCpu } from '../shared/other-cpu';
 import { Column, renderTable } from '../shared/table';
+import { formatProfileSummary, summarizeProfile } from './profile-summary';
 import {
   ChildMessage,
   ConsumerConfig,
   ConsumerResult,
   Mode,
   MODES,
+  PLAIN_OF,
   ProducerConfig,
   ProducerResult,
   Variant,
@@ -43,7 +58,8 @@ const REGISTER = join(__dirname, '..', '..', 'scripts', 'register-ts.js');
 
 export interface TicksBenchOptions {
   modes: Mode[];
-  variants: Variant[];
+  /** The variants of every mode; undefined: each mode's DEFAULT_VARIANTS. */
+  variants?: Variant[];
   repeat: number;
   rate: number;
   durationS: number;
@@ -59,9 +75,15 @@ export interface TicksBenchOptions {
   json?: string;
 }
 
+/** The rows the targets need (see TARGETS), per mode. */
+export const DEFAULT_VARIANTS: Record<Mode, readonly Variant[]> = {
+  drain: ['batch-handler', 'idem-memory', 'idem-redis', 'raw'],
+  max: ['batch-handler', 'idem-memory', 'idem-redis', 'raw'],
+  fixed: ['batch-handler', 'idem-redis', 'raw'],
+};
+
 export const DEFAULTS: TicksBenchOptions = {
-  modes: [...MODES],
-  variants: [...VARIANTS],
+  modes: ['drain', 'fixed'],
   repeat: 1,
   rate: 10_000,
   durationS: 30,
@@ -74,31 +96,60 @@ export const DEFAULTS: TicksBenchOptions = {
   pipelineSize: 1000,
 };
 
+export function variantsOf(o: TicksBenchOptions, mode: Mode): readonly Variant[] {
+  return o.variants ?? DEFAULT_VARIANTS[mode];
+}
+
 export interface Row {
   mode: Mode;
   variant: Variant;
-  run: number;
+  /** The run number, or 'median' for the median of the runs of one mode and variant. */
+  run: number | 'median';
+  /** Measured messages (each handled once). */
   messages: number;
+  /** Every message written, warm-up included: the command counts are per these. */
+  sent: number;
   /** Consumer throughput: messages handled / (last handled - first handled). */
   msgsPerSec: number;
   producerMsgsPerSec: number;
-  /** max mode: msgsPerSec / the raw row's msgsPerSec of the same run. */
+  /** drain and max modes: msgsPerSec / the raw row's msgsPerSec of the same run. */
   ofRaw?: number;
+  /** Idempotent variants: cpuMsPer100k / their plain variant's (PLAIN_OF) of the same mode and run. */
+  cpuVsPlain?: number;
   p50: number;
   p99: number;
   max: number;
   xackPer1000: number;
+  /** EVALSHA + EVAL per 1000 messages (the idempotency scripts). */
+  scriptsPer1000: number;
   cmdsPerMsg: number;
   consumerCmdsPerMsg: number;
+  /** Time Redis spent executing the consumer's commands (commandstats usec, XADD excluded), per 100k messages. */
+  redisMsPer100k: number;
+  /** Calls per command during the run. */
   commands: Record<string, number>;
+  /** Time Redis spent executing each command during the run (commandstats usec), µs. */
+  commandUsec: Record<string, number>;
   peakRssMb: number;
-  cpuMsPer1000: number;
+  /** Consumer user + system CPU per 100,000 messages, ms. */
+  cpuMsPer100k: number;
+  /** Transport variants: entries per handler call (batch handlers: server.metrics() delivered / batches). */
+  avgBatch?: number;
   loopDelayP99: number;
   loopDelayMax: number;
   pendingAfter: number;
   missing: number;
   duplicates: number;
+  /** Transport: entries failed, or skipped as duplicates or in progress (none expected here). */
+  failedOrSkipped: number;
   complete: boolean;
+  /**
+   * CPU used by processes outside the benchmark while the row ran (drain: from the consumer's
+   * start; fixed, max: from the producer's start; to the last message), % of one core.
+   */
+  otherCpuPct?: number;
+  /** --cpu-prof: the profile of the measured window. */
+  profile?: string;
 }
 
 function usage(message: string): never {
@@ -151,6 +202,8 @@ export function parseArgs(argv: string[]): TicksBenchOptions {
 
 class Child {
   private readonly waiters: { type: string; resolve: (m: ChildMessage) => void }[] = [];
+  /** Messages that arrived while nobody waited for their type. */
+  private readonly unclaimed: ChildMessage[] = [];
   private failure: Error | null = null;
   readonly exited: Promise<void>;
 
@@ -162,6 +215,7 @@ class Child {
       if (msg.type === 'error') return this.fail(new Error(`${name}: ${msg.error}`));
       const i = this.waiters.findIndex((w) => w.type === msg.type);
       if (i >= 0) this.waiters.splice(i, 1)[0].resolve(msg);
+      else this.unclaimed.push(msg);
     });
     this.exited = new Promise((res) =>
       proc.once('exit', (code, signal) => {
@@ -180,6 +234,11 @@ class Child {
     type: T,
     timeoutMs: number,
   ): Promise<Extract<ChildMessage, { type: T }>> {
+    const early = this.unclaimed.findIndex((m) => m.type === type);
+    if (early >= 0)
+      return Promise.resolve(
+        this.unclaimed.splice(early, 1)[0] as Extract<ChildMessage, { type: T }>,
+      );
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         clearInterval(poll);
@@ -213,14 +272,9 @@ class Child {
   }
 }
 
-function forkChild(
-  name: string,
-  file: string,
-  env: Record<string, string>,
-  execArgv: string[] = [],
-): Child {
+function forkChild(name: string, file: string, env: Record<string, string>): Child {
   const proc = fork(join(__dirname, file), [], {
-    execArgv: [...execArgv, '-r', REGISTER],
+    execArgv: ['-r', REGISTER],
     env: { ...process.env, ...env },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -229,24 +283,56 @@ function forkChild(
 
 // ------------------------------------------------------------------ one run
 
-async function commandStats(redis: Redis): Promise<Record<string, number>> {
+type CommandStats = Record<string, { calls: number; usec: number }>;
+
+async function commandStats(redis: Redis): Promise<CommandStats> {
   const info = parseInfo(await redis.info('commandstats'));
-  const out: Record<string, number> = {};
+  const out: CommandStats = {};
   for (const [key, value] of Object.entries(info)) {
     if (!key.startsWith('cmdstat_')) continue;
-    const m = /calls=(\d+)/.exec(value);
-    if (m) out[key.slice('cmdstat_'.length)] = Number(m[1]);
+    const calls = /calls=(\d+)/.exec(value);
+    const usec = /usec=(\d+)/.exec(value);
+    if (calls)
+      out[key.slice('cmdstat_'.length)] = {
+        calls: Number(calls[1]),
+        usec: usec ? Number(usec[1]) : 0,
+      };
   }
   return out;
 }
 
-function diffStats(after: Record<string, number>, before: Record<string, number>) {
-  const out: Record<string, number> = {};
+/**
+ * Commands that only the idempotency scripts run here. Redis counts the commands a script calls
+ * in their own commandstats too (and their time in the script's): when scripts ran, these are
+ * reported as `lua:<command>` and left out of the sums of commands sent and of Redis time.
+ */
+const SCRIPT_INNER = new Set(['get', 'set', 'pttl', 'del']);
+
+function diffStats(after: CommandStats, before: CommandStats): CommandStats {
+  const out: CommandStats = {};
+  const scripts = ['evalsha', 'eval'].some((k) => (after[k]?.calls ?? 0) > (before[k]?.calls ?? 0));
   for (const [k, v] of Object.entries(after)) {
-    const d = v - (before[k] ?? 0);
-    if (d > 0 && k !== 'info') out[k] = d;
+    const calls = v.calls - (before[k]?.calls ?? 0);
+    if (calls > 0 && k !== 'info')
+      out[scripts && SCRIPT_INNER.has(k) ? `lua:${k}` : k] = {
+        calls,
+        usec: v.usec - (before[k]?.usec ?? 0),
+      };
   }
   return out;
+}
+
+/** The commands a client sent (not those a script ran). */
+const sentByClient = (cmd: string) => !cmd.startsWith('lua:');
+
+/** Deletes the keys under `prefix` (the idempotency records of a run). */
+async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 5000);
+    if (keys.length > 0) await redis.unlink(...keys);
+    cursor = next;
+  } while (cursor !== '0');
 }
 
 async function runOne(
@@ -258,9 +344,13 @@ async function runOne(
   run: number,
 ): Promise<Row> {
   const stream = `bench:ticks:${process.pid}:${run}:${mode}:${variant}`;
+  const idempotencyPrefix = `${stream}:idem:`;
   const group = 'bench';
   const total = mode === 'fixed' ? Math.round(o.rate * o.durationS) : o.messages;
   const warmup = Math.round(o.rate * o.warmupS);
+  const profile = o.cpuProfDir
+    ? join(o.cpuProfDir, `${mode}-${variant}-${run}.cpuprofile`)
+    : undefined;
   await redis.del(stream);
   const consumerCfg: ConsumerConfig = {
     variant,
@@ -274,6 +364,8 @@ async function runOne(
     readCount: o.readCount,
     concurrency: o.concurrency,
     rssEveryMs: 50,
+    idempotencyPrefix,
+    cpuProfile: profile,
   };
   const producerCfg: ProducerConfig = {
     redisUrl,
@@ -284,83 +376,125 @@ async function runOne(
     pipelineSize: o.pipelineSize,
     pipelinesInFlight: 4,
   };
-  const profArgs = o.cpuProfDir
-    ? [
-        '--cpu-prof',
-        '--cpu-prof-dir',
-        o.cpuProfDir,
-        '--cpu-prof-name',
-        `${mode}-${variant}-${run}.cpuprofile`,
-      ]
-    : [];
-  const consumer = forkChild(
-    `consumer (${variant})`,
-    'consumer.ts',
-    { BENCH_TICKS_CONSUMER: JSON.stringify(consumerCfg) },
-    profArgs,
-  );
+  const doneTimeoutMs =
+    mode === 'fixed'
+      ? (o.durationS + o.warmupS) * 1000 + 60_000
+      : Math.max(120_000, (warmup + total) / 2);
+  let consumer: Child | undefined;
   let producer: Child | undefined;
-  try {
+  const startConsumer = async (): Promise<Child> => {
+    consumer = forkChild(`consumer (${variant})`, 'consumer.ts', {
+      BENCH_TICKS_CONSUMER: JSON.stringify(consumerCfg),
+    });
     await consumer.waitFor('ready', 60_000);
+    return consumer;
+  };
+  const startProducer = async (): Promise<Child> => {
     producer = forkChild('producer', 'producer.ts', {
       BENCH_TICKS_PRODUCER: JSON.stringify(producerCfg),
     });
     await producer.waitFor('ready', 60_000);
-    const before = await commandStats(redis);
-    const done = consumer.waitFor(
-      'done',
-      mode === 'fixed'
-        ? (o.durationS + o.warmupS) * 1000 + 60_000
-        : Math.max(120_000, (warmup + total) / 2),
-    );
-    const produced = producer.waitFor('producer-result', o.durationS * 1000 + 600_000);
-    producer.send({ type: 'start' });
-    const complete = await done.then(
-      () => true,
-      (err: Error) => {
-        process.stderr.write(`  ${err.message}: reporting what was handled\n`);
-        return false;
-      },
-    );
-    const p = (await produced).result as ProducerResult;
-    const resultMsg = consumer.waitFor('consumer-result', 60_000);
-    consumer.send({ type: 'stop' });
-    const c = (await resultMsg).result as ConsumerResult;
-    await Promise.all([consumer.exited, producer.exited]);
-    const commands = diffStats(await commandStats(redis), before);
+    return producer;
+  };
+  try {
+    let before: CommandStats;
+    let p: ProducerResult;
+    let c: Child;
+    let complete: boolean;
+    let cpuBefore: ReturnType<typeof snapshotOtherCpu> = null;
+    let cpuAfter: ReturnType<typeof snapshotOtherCpu> = null;
+    const completion = (done: Promise<unknown>) =>
+      done.then(
+        () => true,
+        (err: Error) => {
+          process.stderr.write(`  ${err.message}: reporting what was handled\n`);
+          return false;
+        },
+      );
+    if (mode === 'drain') {
+      // The whole backlog is written first; the consumer starts on a full stream.
+      const prod = await startProducer();
+      before = await commandStats(redis);
+      const produced = prod.waitFor('producer-result', 600_000);
+      prod.send({ type: 'start' });
+      p = (await produced).result;
+      await prod.exited;
+      cpuBefore = snapshotOtherCpu();
+      c = await startConsumer();
+      complete = await completion(c.waitFor('done', doneTimeoutMs));
+      cpuAfter = snapshotOtherCpu();
+    } else {
+      c = await startConsumer();
+      const prod = await startProducer();
+      before = await commandStats(redis);
+      const done = c.waitFor('done', doneTimeoutMs);
+      const produced = prod.waitFor('producer-result', o.durationS * 1000 + 600_000);
+      cpuBefore = snapshotOtherCpu();
+      prod.send({ type: 'start' });
+      complete = await completion(done);
+      cpuAfter = snapshotOtherCpu();
+      p = (await produced).result;
+    }
+    const resultMsg = c.waitFor('consumer-result', 60_000);
+    c.send({ type: 'stop' });
+    const result: ConsumerResult = (await resultMsg).result;
+    await Promise.all([c.exited, producer?.exited]);
+    const stats = diffStats(await commandStats(redis), before);
     const pendingAfter = Number(
       ((await redis.call('XPENDING', stream, group)) as [number, ...unknown[]])[0],
     );
-    const unique = total - c.missing;
+    const unique = total - result.missing;
     // Commands and acks are counted over every message sent, warm-up included.
     const sent = warmup + unique;
-    const all = Object.values(commands).reduce((a, b) => a + b, 0);
+    const calls = (cmd: string) => stats[cmd]?.calls ?? 0;
+    const all = Object.entries(stats)
+      .filter(([cmd]) => sentByClient(cmd))
+      .reduce((a, [, v]) => a + v.calls, 0);
+    const consumerUsec = Object.entries(stats)
+      .filter(([cmd]) => cmd !== 'xadd' && sentByClient(cmd))
+      .reduce((a, [, v]) => a + v.usec, 0);
+    const server = result.server;
     return {
       mode,
       variant,
       run,
       messages: unique,
-      msgsPerSec: unique / Math.max(1e-9, (c.lastAt - c.firstAt) / 1000),
+      sent,
+      msgsPerSec: unique / Math.max(1e-9, (result.lastAt - result.firstAt) / 1000),
       producerMsgsPerSec: p.sent / Math.max(1e-9, (p.lastAt - p.firstAt) / 1000),
-      p50: c.p50,
-      p99: c.p99,
-      max: c.max,
-      xackPer1000: ((commands.xack ?? 0) / sent) * 1000,
+      p50: result.p50,
+      p99: result.p99,
+      max: result.max,
+      xackPer1000: (calls('xack') / sent) * 1000,
+      scriptsPer1000: ((calls('evalsha') + calls('eval')) / sent) * 1000,
       cmdsPerMsg: all / sent,
-      consumerCmdsPerMsg: (all - (commands.xadd ?? 0)) / sent,
-      commands,
-      peakRssMb: c.peakRssMb,
-      cpuMsPer1000: (c.cpuMs / unique) * 1000,
-      loopDelayP99: c.loopDelayP99,
-      loopDelayMax: c.loopDelayMax,
+      consumerCmdsPerMsg: (all - calls('xadd')) / sent,
+      redisMsPer100k: (consumerUsec / 1000 / sent) * 100_000,
+      commands: Object.fromEntries(Object.entries(stats).map(([k, v]) => [k, v.calls])),
+      commandUsec: Object.fromEntries(Object.entries(stats).map(([k, v]) => [k, v.usec])),
+      peakRssMb: result.peakRssMb,
+      cpuMsPer100k: (result.cpuMs / unique) * 100_000,
+      avgBatch:
+        server && server.batches > 0 ? server.delivered / server.batches : server ? 1 : undefined,
+      loopDelayP99: result.loopDelayP99,
+      loopDelayMax: result.loopDelayMax,
       pendingAfter,
-      missing: c.missing,
-      duplicates: c.duplicates,
+      missing: result.missing,
+      duplicates: result.duplicates,
+      failedOrSkipped: server
+        ? server.failed +
+          server.duplicatesSkipped.memory +
+          server.duplicatesSkipped.redis +
+          server.inProgressSkipped
+        : 0,
       complete,
+      otherCpuPct: otherCpuPercent(cpuBefore, cpuAfter),
+      profile: profile && existsSync(profile) ? profile : undefined,
     };
   } finally {
-    await Promise.all([consumer.kill(), producer?.kill()]);
+    await Promise.all([consumer?.kill(), producer?.kill()]);
     await redis.del(stream);
+    await deleteKeys(redis, idempotencyPrefix);
   }
 }
 
@@ -368,16 +502,32 @@ async function runOne(
 
 const LABEL: Record<Variant, string> = {
   'per-message': 'transport, per-message ack (batchSize 1)',
-  batch: 'transport, batch ack',
+  batch: 'transport, per-message handler, batch ack',
+  'batch-handler': 'transport, batch handler',
+  'idem-memory': 'batch handler + idempotency (memory L1)',
+  'idem-redis': 'batch handler + idempotency (L1 + Redis L2)',
   raw: 'raw ioredis loop (ceiling)',
+  'raw-idem': 'raw loop + IdempotencyStore (L1 + L2)',
 };
 
-function columns(o: TicksBenchOptions): Column<Row>[] {
+function modeLabel(mode: Mode, o: TicksBenchOptions): string {
+  if (mode === 'fixed') return `fixed ${o.rate}/s`;
+  return `${mode} ${o.messages}`;
+}
+
+function isOk(r: Row): boolean {
+  return (
+    r.complete &&
+    r.missing === 0 &&
+    r.duplicates === 0 &&
+    r.pendingAfter === 0 &&
+    r.failedOrSkipped === 0
+  );
+}
+
+export function columns(o: TicksBenchOptions): Column<Row>[] {
   return [
-    {
-      header: 'mode',
-      value: (r) => (r.mode === 'fixed' ? `fixed ${o.rate}/s` : `max ${o.messages}`),
-    },
+    { header: 'mode', value: (r) => modeLabel(r.mode, o) },
     {
       header: 'consumer',
       value: (r) =>
@@ -385,7 +535,7 @@ function columns(o: TicksBenchOptions): Column<Row>[] {
           ? `${LABEL.batch} (${o.batchSize}/${o.intervalMs} ms)`
           : LABEL[r.variant],
     },
-    { header: 'run', value: (r) => r.run },
+    { header: 'run', value: (r) => String(r.run) },
     { header: 'msgs/s', value: (r) => Math.round(r.msgsPerSec) },
     {
       header: '% of raw',
@@ -395,56 +545,278 @@ function columns(o: TicksBenchOptions): Column<Row>[] {
     { header: 'p99 ms', value: (r) => r.p99, digits: 2 },
     { header: 'max ms', value: (r) => r.max, digits: 1 },
     { header: 'XACK/1k', value: (r) => r.xackPer1000, digits: 2 },
-    { header: 'cmds/msg', value: (r) => r.cmdsPerMsg, digits: 3 },
+    { header: 'Lua/1k', value: (r) => r.scriptsPer1000, digits: 2 },
     { header: 'consumer cmds/msg', value: (r) => r.consumerCmdsPerMsg, digits: 3 },
+    { header: 'CPU ms/100k', value: (r) => r.cpuMsPer100k, digits: 0 },
+    {
+      header: 'CPU vs plain',
+      value: (r) => (r.cpuVsPlain === undefined ? null : `${r.cpuVsPlain.toFixed(2)}x`),
+    },
+    { header: 'Redis ms/100k', value: (r) => r.redisMsPer100k, digits: 0 },
+    { header: 'avg batch', value: (r) => r.avgBatch ?? null, digits: 0 },
     { header: 'peak RSS MB', value: (r) => r.peakRssMb, digits: 0 },
-    { header: 'CPU ms/1k', value: (r) => r.cpuMsPer1000, digits: 1 },
     {
       header: 'loop delay p99/max ms',
       value: (r) => `${r.loopDelayP99.toFixed(0)} / ${r.loopDelayMax.toFixed(0)}`,
     },
     {
+      header: "others' CPU",
+      value: (r) => (r.otherCpuPct === undefined ? null : `${r.otherCpuPct.toFixed(0)} %`),
+    },
+    {
       header: 'check',
       value: (r) =>
-        r.complete && r.missing === 0 && r.duplicates === 0 && r.pendingAfter === 0
+        isOk(r)
           ? 'ok'
-          : `missing ${r.missing}, dup ${r.duplicates}, pending ${r.pendingAfter}`,
+          : `missing ${r.missing}, dup ${r.duplicates}, pending ${r.pendingAfter}, failed/skipped ${r.failedOrSkipped}${r.complete ? '' : ', timed out'}`,
     },
   ];
 }
 
-function targets(rows: Row[], o: TicksBenchOptions): string[] {
-  const lines: string[] = [];
-  for (const r of rows.filter((x) => x.variant === 'batch' && x.mode === 'fixed')) {
-    const ok = r.xackPer1000 <= 2.5 && r.p99 < 10;
-    lines.push(
-      `fixed ${o.rate}/s, run ${r.run}: XACK/1k ${r.xackPer1000.toFixed(2)} (target <= 2.5), p99 ${r.p99.toFixed(2)} ms (target < 10): ${ok ? 'MET' : 'NOT MET'}`,
-    );
-  }
-  for (const r of rows.filter(
-    (x) => x.variant === 'batch' && x.mode === 'max' && x.ofRaw !== undefined,
-  )) {
-    lines.push(
-      `max rate, run ${r.run}: ${Math.round(r.msgsPerSec)} msgs/s = ${(r.ofRaw! * 100).toFixed(0)} % of the raw loop (target >= 70 %): ${r.ofRaw! >= 0.7 ? 'MET' : 'NOT MET'}`,
-    );
-  }
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
-  const fixed = rows.filter((x) => x.variant === 'batch' && x.mode === 'fixed');
-  const max = rows.filter(
-    (x) => x.variant === 'batch' && x.mode === 'max' && x.ofRaw !== undefined,
-  );
-  if (fixed.length > 1)
-    lines.push(
-      `fixed, median of ${fixed.length} runs: XACK/1k ${median(fixed.map((r) => r.xackPer1000)).toFixed(2)}, p99 ${median(fixed.map((r) => r.p99)).toFixed(2)} ms`,
-    );
-  if (max.length > 1)
-    lines.push(
-      `max rate, median of ${max.length} runs: ${(median(max.map((r) => r.ofRaw!)) * 100).toFixed(0)} % of the raw loop`,
-    );
-  return lines;
+export function median(xs: number[]): number {
+  const v = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (v.length === 0) return NaN;
+  const mid = Math.floor(v.length / 2);
+  return v.length % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
 }
 
-export async function runTicksBench(o: TicksBenchOptions): Promise<{ env: EnvInfo; rows: Row[] }> {
+/** Per mode and variant: a row of the medians of its runs (when there are several). */
+export function medianRows(rows: Row[]): Row[] {
+  const out: Row[] = [];
+  const groups = new Map<string, Row[]>();
+  for (const r of rows) {
+    const key = `${r.mode}\u0000${r.variant}`;
+    groups.set(key, [...(groups.get(key) ?? []), r]);
+  }
+  for (const group of groups.values()) {
+    if (group.length < 2) continue;
+    const m = (f: (r: Row) => number | undefined) => {
+      const xs = group.map(f).filter((x): x is number => x !== undefined);
+      return xs.length === 0 ? undefined : median(xs);
+    };
+    const first = group[0];
+    const perCommand = (f: (r: Row) => Record<string, number>) =>
+      Object.fromEntries(
+        [...new Set(group.flatMap((r) => Object.keys(f(r))))].map((k) => [
+          k,
+          median(group.map((r) => f(r)[k] ?? 0)),
+        ]),
+      );
+    out.push({
+      ...first,
+      run: 'median',
+      messages: m((r) => r.messages)!,
+      sent: m((r) => r.sent)!,
+      commands: perCommand((r) => r.commands),
+      commandUsec: perCommand((r) => r.commandUsec),
+      msgsPerSec: m((r) => r.msgsPerSec)!,
+      producerMsgsPerSec: m((r) => r.producerMsgsPerSec)!,
+      ofRaw: m((r) => r.ofRaw),
+      cpuVsPlain: m((r) => r.cpuVsPlain),
+      p50: m((r) => r.p50)!,
+      p99: m((r) => r.p99)!,
+      max: m((r) => r.max)!,
+      xackPer1000: m((r) => r.xackPer1000)!,
+      scriptsPer1000: m((r) => r.scriptsPer1000)!,
+      cmdsPerMsg: m((r) => r.cmdsPerMsg)!,
+      consumerCmdsPerMsg: m((r) => r.consumerCmdsPerMsg)!,
+      redisMsPer100k: m((r) => r.redisMsPer100k)!,
+      peakRssMb: m((r) => r.peakRssMb)!,
+      cpuMsPer100k: m((r) => r.cpuMsPer100k)!,
+      avgBatch: m((r) => r.avgBatch),
+      loopDelayP99: m((r) => r.loopDelayP99)!,
+      loopDelayMax: m((r) => r.loopDelayMax)!,
+      pendingAfter: Math.max(...group.map((r) => r.pendingAfter)),
+      missing: Math.max(...group.map((r) => r.missing)),
+      duplicates: Math.max(...group.map((r) => r.duplicates)),
+      failedOrSkipped: Math.max(...group.map((r) => r.failedOrSkipped)),
+      complete: group.every((r) => r.complete),
+      otherCpuPct: m((r) => r.otherCpuPct),
+      profile: undefined,
+    });
+  }
+  return out;
+}
+
+/** Fills in "% of raw" (drain, max) and "CPU vs plain" (idempotent variants) from the rows of the same run. */
+export function relate(runRows: Row[]): void {
+  const raw = runRows.find((r) => r.variant === 'raw');
+  for (const r of runRows) {
+    if (r.mode !== 'fixed' && raw) r.ofRaw = r.msgsPerSec / raw.msgsPerSec;
+    const plain = runRows.find((p) => p.variant === PLAIN_OF[r.variant]);
+    if (plain) r.cpuVsPlain = r.cpuMsPer100k / plain.cpuMsPer100k;
+  }
+}
+
+export interface TargetResult {
+  target: string;
+  /** The library's value (the median over runs when there are several). */
+  measured: string;
+  /** The raw loop's value of the same runs. */
+  raw: string;
+  verdict: 'met' | 'NOT MET' | 'not run';
+}
+
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+
+/** The targets of the issue ("Targets (in npm run bench:ticks ...)"), from the measured rows. */
+export function evaluateTargets(rows: Row[], o: TicksBenchOptions): TargetResult[] {
+  const pick = (mode: Mode, variant: Variant) =>
+    rows.filter((r) => r.mode === mode && r.variant === variant && r.run !== 'median');
+  const perRun = (xs: number[], f: (x: number) => string) =>
+    xs.length > 1 ? ` (runs: ${xs.map(f).join(' / ')})` : '';
+  const out: TargetResult[] = [];
+  const drain = `drain of a ${fmt(o.messages + Math.round(o.rate * o.warmupS))} backlog`;
+
+  const ofRawTarget = (variant: Variant, what: string, min: number) => {
+    const lib = pick('drain', variant).filter((r) => r.ofRaw !== undefined);
+    const raw = pick('drain', 'raw');
+    const target = `${drain}, ${what}: >= ${min * 100} % of the raw loop's msgs/s`;
+    if (lib.length === 0 || raw.length === 0)
+      return out.push({ target, measured: '-', raw: '-', verdict: 'not run' });
+    const ratios = lib.map((r) => r.ofRaw!);
+    const m = median(ratios);
+    out.push({
+      target,
+      measured: `${fmt(median(lib.map((r) => r.msgsPerSec)))} msgs/s = ${(m * 100).toFixed(0)} %${perRun(ratios, (x) => `${(x * 100).toFixed(0)} %`)}`,
+      raw: `${fmt(median(raw.map((r) => r.msgsPerSec)))} msgs/s`,
+      verdict: m >= min ? 'met' : 'NOT MET',
+    });
+  };
+  ofRawTarget('batch-handler', 'plain batch handler', 0.85);
+  ofRawTarget('idem-redis', 'batch handler + idempotency (L1 + L2)', 0.6);
+
+  const idem = pick('fixed', 'idem-redis');
+  const plain = pick('fixed', 'batch-handler');
+  const raw = pick('fixed', 'raw');
+  const fixed = `${fmt(o.rate)} msgs/s for ${o.durationS} s, idempotency (L1 + L2)`;
+  const rawOf = (f: (r: Row) => number, digits: number, unit: string) =>
+    raw.length === 0 ? '-' : `${fmt(median(raw.map(f)), digits)}${unit}`;
+  const fixedTarget = (
+    what: string,
+    value: (r: Row) => number,
+    ok: (v: number, rows: Row[]) => boolean,
+    show: (v: number) => string,
+    rawShow: string,
+    extra: (rows: Row[]) => string = () => '',
+  ) => {
+    const target = `${fixed}: ${what}`;
+    if (idem.length === 0) return out.push({ target, measured: '-', raw: '-', verdict: 'not run' });
+    const values = idem.map(value);
+    const v = median(values);
+    out.push({
+      target,
+      measured: `${show(v)}${extra(idem)}${perRun(values, show)}`,
+      raw: rawShow,
+      verdict: ok(v, idem) ? 'met' : 'NOT MET',
+    });
+  };
+  fixedTarget(
+    `keeps up (>= 98 % of ${fmt(o.rate)} msgs/s, every message handled once)`,
+    (r) => r.msgsPerSec,
+    (v, rs) => v >= 0.98 * o.rate && rs.every(isOk),
+    (v) => `${fmt(v)} msgs/s`,
+    rawOf((r) => r.msgsPerSec, 0, ' msgs/s'),
+    (rs) => (rs.every(isOk) ? ', all handled once' : ', NOT all handled once'),
+  );
+  fixedTarget(
+    'e2e p99 < 25 ms',
+    (r) => r.p99,
+    (v) => v < 25,
+    (v) => `${fmt(v, 2)} ms`,
+    rawOf((r) => r.p99, 2, ' ms'),
+  );
+  {
+    const target = `${fixed}: CPU per 100k messages <= 2x the plain transport's (batch handler)`;
+    const ratios = idem.filter((r) => r.cpuVsPlain !== undefined).map((r) => r.cpuVsPlain!);
+    if (ratios.length === 0 || plain.length === 0)
+      out.push({ target, measured: '-', raw: '-', verdict: 'not run' });
+    else {
+      const m = median(ratios);
+      out.push({
+        target,
+        measured: `${fmt(median(idem.map((r) => r.cpuMsPer100k)))} ms = ${m.toFixed(2)}x plain (${fmt(median(plain.map((r) => r.cpuMsPer100k)))} ms)${perRun(ratios, (x) => `${x.toFixed(2)}x`)}`,
+        raw: rawOf((r) => r.cpuMsPer100k, 0, ' ms'),
+        verdict: m <= 2 ? 'met' : 'NOT MET',
+      });
+    }
+  }
+  fixedTarget(
+    'XACK calls <= 2.5 per 1000 messages',
+    (r) => r.xackPer1000,
+    (v) => v <= 2.5,
+    (v) => fmt(v, 2),
+    rawOf((r) => r.xackPer1000, 2, ''),
+  );
+  return out;
+}
+
+export const TARGET_COLUMNS: Column<TargetResult>[] = [
+  { header: 'target', value: (t) => t.target },
+  { header: 'measured (library)', value: (t) => t.measured },
+  { header: 'raw loop, same runs', value: (t) => t.raw },
+  { header: 'verdict', value: (t) => t.verdict },
+];
+
+const LEGEND = [
+  'msgs/s: consumer throughput (handled / time from first to last handled message). % of raw',
+  "(drain, max): msgs/s / the raw loop's of the same run. e2e latency: handler time minus the",
+  "producer's send time (performance.timeOrigin + performance.now() on both sides). XACK/1k, Lua/1k",
+  '(EVALSHA + EVAL: the idempotency scripts) and consumer cmds/msg (every command but XADD): from',
+  'INFO commandstats, over every message sent (warm-up included). CPU ms/100k: consumer user + system',
+  'CPU per 100,000 measured messages. CPU vs plain: this row / the batch handler row of the same run',
+  "(raw-idem: / the raw row). Redis ms/100k: time Redis spent executing the consumer's commands",
+  '(commandstats usec, XADD excluded). avg batch: entries per handler call (server.metrics()).',
+  "others' CPU: CPU used by processes outside the benchmark during the row (100 % = one core of 2):",
+  'above a few % the row shared the machine and its throughput and tails are not this code alone.',
+  'check: every message handled exactly once, none pending, none failed or skipped.',
+  'Rows "median": the median of each column over the runs.',
+];
+
+const per100k = (r: Row, cmds: string[]) => {
+  const usec = cmds.reduce((a, c) => a + (r.commandUsec[c] ?? 0), 0);
+  return r.sent > 0 ? (usec / 1000 / r.sent) * 100_000 : NaN;
+};
+
+/** Where Redis spent its time on each row: the stream commands, the idempotency scripts. */
+export const REDIS_COLUMNS: Column<Row>[] = [
+  { header: 'mode', value: (r) => r.mode },
+  { header: 'consumer', value: (r) => r.variant },
+  { header: 'run', value: (r) => String(r.run) },
+  { header: 'XREADGROUP', value: (r) => per100k(r, ['xreadgroup']), digits: 0 },
+  { header: 'XACK', value: (r) => per100k(r, ['xack']), digits: 0 },
+  { header: 'EVALSHA/EVAL', value: (r) => per100k(r, ['evalsha', 'eval']), digits: 0 },
+  {
+    header: 'µs per script call',
+    value: (r) => {
+      const calls = (r.commands.evalsha ?? 0) + (r.commands.eval ?? 0);
+      const usec = (r.commandUsec.evalsha ?? 0) + (r.commandUsec.eval ?? 0);
+      return calls > 0 ? usec / calls : null;
+    },
+    digits: 0,
+  },
+  { header: 'all but XADD', value: (r) => r.redisMsPer100k, digits: 0 },
+  {
+    header: 'Redis busy on them while measured',
+    value: (r) => `${(((r.redisMsPer100k / 100_000) * r.msgsPerSec) / 10).toFixed(0)} %`,
+  },
+];
+
+export interface TicksReport {
+  env: EnvInfo;
+  /** The commit of libs/stream-batch-ack that was measured. */
+  revision: string;
+  rows: Row[];
+  medians: Row[];
+  targets: TargetResult[];
+}
+
+export async function runTicksBench(
+  o: TicksBenchOptions,
+  out: (line: string) => void = (line) => process.stdout.write(`${line}\n`),
+  progress: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
+): Promise<TicksReport> {
   let own: OwnRedis | undefined;
   if (!o.redisUrl) own = await startOwnRedis();
   const redisUrl = o.redisUrl ?? own!.url;
@@ -457,57 +829,79 @@ export async function runTicksBench(o: TicksBenchOptions): Promise<{ env: EnvInf
       'ioredis',
       'rxjs',
     ]);
-    const out = (s: string) => process.stdout.write(`${s}\n`);
     out('bench:ticks: Redis Streams consumer group, producer and consumer in forked processes');
     out(formatEnvInfo(env));
+    const revision = gitRevision(['libs/stream-batch-ack']);
+    out(`@nest-redis-resilience/stream-batch-ack (libs/stream-batch-ack) at ${revision}`);
     out(
       own
         ? `Redis: a throwaway redis-server started for this run (${redisUrl}); commandstats count this benchmark only`
         : `Redis: ${redisUrl} (given with --redis-url); commandstats are server-wide, other clients count too`,
     );
+    const warmup = Math.round(o.rate * o.warmupS);
+    const plan = o.modes.map((m) => `${m}: ${variantsOf(o, m).join(', ')}`).join('; ');
     out(
-      `fixed: ${o.rate} msgs/s for ${o.durationS} s; max: ${o.messages} messages, pipelines of ${o.pipelineSize} XADDs (4 in flight); repeat ${o.repeat}`,
+      `fixed: ${o.rate} msgs/s for ${o.durationS} s; drain: a backlog of ${warmup} + ${o.messages} messages written first, then consumed; max: ${o.messages} messages written as fast as possible while consumed (pipelines of ${o.pipelineSize} XADDs, 4 in flight); repeat ${o.repeat}`,
     );
+    out(`rows: ${plan}`);
     out(
-      `warm-up: the first ${Math.round(o.rate * o.warmupS)} messages of every run (${o.warmupS} s at ${o.rate}/s; in max mode as fast as the rest) are handled and acked but not measured`,
+      `warm-up: the first ${warmup} messages of every run (${o.warmupS} s at ${o.rate}/s; in drain and max mode as fast as the rest) are handled and acked but not measured`,
     );
     if (o.cpuProfDir) {
       mkdirSync(o.cpuProfDir, { recursive: true });
-      out(`CPU profiles of the consumers: ${o.cpuProfDir}`);
+      out(`CPU profiles of the consumers' measured windows: ${o.cpuProfDir}`);
     }
     out('');
     for (let run = 1; run <= o.repeat; run++) {
       for (const mode of o.modes) {
         const runRows: Row[] = [];
-        for (const variant of o.variants) {
-          process.stderr.write(`  run ${run}: ${mode} / ${variant} ...\n`);
+        for (const variant of variantsOf(o, mode)) {
+          progress(`  run ${run}: ${mode} / ${variant} ...`);
           runRows.push(await runOne(redis, redisUrl, o, mode, variant, run));
         }
-        const raw = runRows.find((r) => r.variant === 'raw');
-        if (mode === 'max' && raw) for (const r of runRows) r.ofRaw = r.msgsPerSec / raw.msgsPerSec;
+        relate(runRows);
         rows.push(...runRows);
       }
     }
-    out(renderTable(columns(o), rows));
-    out('');
-    out(
-      'msgs/s: consumer throughput (handled / time from first to last handled). e2e latency: handler time',
-    );
-    out(
-      "minus the producer's send time (performance.timeOrigin + performance.now() on both sides).",
-    );
-    out(
-      'cmds/msg: every Redis command in INFO commandstats during the run (XADD included) per message;',
-    );
-    out(
-      'consumer cmds/msg: the same without XADD. check: every message handled exactly once, none pending.',
-    );
-    const t = targets(rows, o);
-    if (t.length) {
+    const medians = medianRows(rows);
+    const cols = columns(o);
+    for (const mode of o.modes) {
+      const order = (r: Row) => VARIANTS.indexOf(r.variant);
+      const modeRows = rows
+        .filter((r) => r.mode === mode)
+        .sort((a, b) => Number(a.run) - Number(b.run) || order(a) - order(b));
+      const modeMedians = medians
+        .filter((r) => r.mode === mode)
+        .sort((a, b) => order(a) - order(b));
+      out(`## ${modeLabel(mode, o)}`);
+      out(renderTable(cols, [...modeRows, ...modeMedians]));
       out('');
-      for (const line of t) out(line);
     }
-    return { env, rows };
+    for (const line of LEGEND) out(line);
+    const shared = rows.filter((r) => (r.otherCpuPct ?? 0) > 10);
+    if (shared.length > 0)
+      out(
+        `WARNING: ${shared.length} of ${rows.length} rows shared the machine with other processes (others' CPU > 10 %): ${shared
+          .map((r) => `${r.mode}/${r.variant}/${r.run} ${r.otherCpuPct!.toFixed(0)} %`)
+          .join(', ')}`,
+      );
+    out('');
+    out("## Redis time of the consumers' commands (INFO commandstats usec), ms per 100k messages");
+    out(renderTable(REDIS_COLUMNS, [...rows, ...medians.filter((r) => r.run === 'median')]));
+    const targets = evaluateTargets(rows, o);
+    out('');
+    out(`## targets${o.repeat > 1 ? ` (medians of ${o.repeat} runs)` : ''}`);
+    out(renderTable(TARGET_COLUMNS, targets));
+    const profiled = rows.filter((r) => r.profile);
+    if (profiled.length > 0) {
+      out('');
+      out('## CPU profiles of the measured windows (self time)');
+      for (const r of profiled) {
+        out('');
+        out(formatProfileSummary(summarizeProfile(r.profile!, 15)));
+      }
+    }
+    return { env, revision, rows, medians, targets };
   } finally {
     await redis.quit();
     await own?.stop();

@@ -3,13 +3,43 @@
  * processes, and the shape of one tick.
  */
 
-/** How the consumer acknowledges. */
-export type Variant = 'per-message' | 'batch' | 'raw';
-/** fixed: a steady rate for a duration; max: a fixed number of messages, as fast as possible. */
-export type Mode = 'fixed' | 'max';
+/**
+ * The consumer:
+ *   per-message    transport, per-message handler, one XACK per message (ack.batchSize 1)
+ *   batch          transport, per-message handler, batched XACKs
+ *   batch-handler  transport, batch handler (`@EventPattern(stream, { batch: true })`), batched XACKs
+ *   idem-memory    batch-handler + transport idempotency, store 'memory' (L1 LRU)
+ *   idem-redis     batch-handler + transport idempotency, store 'redis' (L1 LRU + Redis L2)
+ *   raw            a plain ioredis XREADGROUP loop (the ceiling)
+ *   raw-idem       the raw loop + the library's IdempotencyStore (L1 + L2) around each batch: a
+ *                  diagnostic of what the idempotency round trips cost without the transport
+ */
+export type Variant =
+  'per-message' | 'batch' | 'batch-handler' | 'idem-memory' | 'idem-redis' | 'raw' | 'raw-idem';
+/**
+ * fixed: a steady rate for a duration, producer and consumer together;
+ * max:   a number of messages written as fast as possible while the consumer reads;
+ * drain: the same number of messages written first (a backlog), then the consumer starts.
+ */
+export type Mode = 'fixed' | 'max' | 'drain';
 
-export const VARIANTS: readonly Variant[] = ['per-message', 'batch', 'raw'];
-export const MODES: readonly Mode[] = ['fixed', 'max'];
+export const VARIANTS: readonly Variant[] = [
+  'per-message',
+  'batch',
+  'batch-handler',
+  'idem-memory',
+  'idem-redis',
+  'raw',
+  'raw-idem',
+];
+export const MODES: readonly Mode[] = ['fixed', 'max', 'drain'];
+
+/** The idempotent variants, each with the variant whose CPU it is compared with ("CPU vs plain"). */
+export const PLAIN_OF: Partial<Record<Variant, Variant>> = {
+  'idem-memory': 'batch-handler',
+  'idem-redis': 'batch-handler',
+  'raw-idem': 'raw',
+};
 
 /** One message: `sentAt` is `performance.timeOrigin + performance.now()` in the producer (ms, sub-ms resolution). */
 export interface Tick {
@@ -34,6 +64,10 @@ export interface ConsumerConfig {
   readCount: number;
   concurrency: number;
   rssEveryMs: number;
+  /** Prefix of the L2 idempotency records (idem-redis), deleted by the parent after the run. */
+  idempotencyPrefix: string;
+  /** Write a CPU profile of the measured window (first to last measured message) to this file. */
+  cpuProfile?: string;
 }
 
 export interface ProducerConfig {
@@ -67,6 +101,15 @@ export interface ConsumerResult {
   /** Event-loop delay of the consumer while messages flowed (ms): how late its timers and I/O callbacks ran. */
   loopDelayP99: number;
   loopDelayMax: number;
+  /** `server.metrics()` of the transport at the end (not for raw). */
+  server?: {
+    delivered: number;
+    succeeded: number;
+    failed: number;
+    batches: number;
+    duplicatesSkipped: { memory: number; redis: number };
+    inProgressSkipped: number;
+  };
 }
 
 export interface ProducerResult {

@@ -25,6 +25,8 @@ export class Recorder {
     private readonly expected: number,
     rssEveryMs: number,
     private readonly onDone: () => void,
+    /** Called when the first measured message is handled (the measured window starts). */
+    private readonly onStart: () => void = () => undefined,
   ) {
     this.latencies = new Float64Array(expected);
     this.seen = new Uint8Array(expected);
@@ -37,6 +39,7 @@ export class Recorder {
     const seq = tick.seq - this.warmup;
     if (seq < 0) return; // warm-up: handled, not measured
     if (this.handled === 0) {
+      this.onStart();
       this.firstAt = now;
       this.cpuStart = process.cpuUsage();
       this.loopDelay.enable();

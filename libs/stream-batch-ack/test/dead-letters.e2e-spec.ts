@@ -4,11 +4,11 @@ import { Cluster, Redis } from 'ioredis';
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import {
+  DeadLetters,
   RedisStreamsContext,
   RedisStreamsModule,
   ServerRedisStreams,
 } from '@nest-redis-resilience/stream-batch-ack';
-import { DeadLetters } from '@nest-redis-resilience/stream-batch-ack';
 import { keySlot } from '../src/redis/keys';
 import { ThrowawayCluster } from '../../../test/support/throwaway-cluster';
 import {

@@ -55,7 +55,8 @@ export function decodeEntry(flat: readonly string[] | null | undefined): Decoded
   try {
     payload = JSON.parse(fields[DATA_FIELD]);
   } catch (err) {
-    return { ok: false, error: err instanceof Error ? err.message : String(err), fields, headers };
+    const detail = err instanceof Error ? err.message : String(err);
+    return { ok: false, error: `"data" is not valid JSON (${detail})`, fields, headers };
   }
   const id = fields[REQUEST_ID_FIELD];
   const replyTo = fields[REPLY_TO_FIELD];

@@ -42,7 +42,7 @@ export class MalformedEntryError extends StreamBatchAckError {
   ) {
     super(
       'MALFORMED_ENTRY',
-      `Entry ${id} of stream "${stream}" has a "data" field that is not valid JSON (${detail}). ` +
+      `Entry ${id} of stream "${stream}" is malformed: ${detail}. ` +
         'It was moved to the dead-letter stream; fix the producer.',
     );
   }

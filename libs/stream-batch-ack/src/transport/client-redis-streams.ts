@@ -10,6 +10,7 @@ import { defineStreamScripts, StreamScripts } from '../redis/scripts';
 import { RedisStreamsEvents } from './redis-streams.events';
 import { RedisStreamsClientOptions } from './redis-streams.options';
 import { RedisStreamsRecord } from './redis-streams.record';
+import { checkClientOptions } from './server-options';
 
 type Client = (Redis | Cluster) & StreamScripts;
 
@@ -41,6 +42,7 @@ export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents> {
 
   constructor(protected readonly options: RedisStreamsClientOptions) {
     super();
+    checkClientOptions(options);
     this.initializeSerializer(options);
     this.initializeDeserializer(options);
   }
@@ -220,9 +222,18 @@ export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents> {
           this.logger.warn(`Malformed reply ${entryId} on ${this.replyStream}: ${decoded.error}`);
           continue;
         }
-        const packet = this.deserializer.deserialize(decoded.payload) as WritePacket & {
-          id: string;
-        };
+        let packet: WritePacket & { id: string };
+        try {
+          // Nest's Deserializer may be asynchronous; one that throws must not end this loop.
+          packet = (await this.deserializer.deserialize(decoded.payload)) as WritePacket & {
+            id: string;
+          };
+        } catch (err) {
+          this.logger.warn(
+            `Deserializing reply ${entryId} on ${this.replyStream} failed: ${describeError(err)}`,
+          );
+          continue;
+        }
         this.settle(packet.id, { err: packet.err, response: packet.response, isDisposed: true });
       }
       if (entries.length > 0)

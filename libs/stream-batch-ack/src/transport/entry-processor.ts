@@ -49,7 +49,7 @@ export interface ProcessorDeps {
     payload: unknown,
     ctx: RedisStreamsContext | RedisStreamsBatchContext,
   ): Promise<unknown>;
-  /** Turns a decoded message into the handler's payload (Nest's deserializer). */
+  /** Turns a decoded message into the handler's payload (Nest's deserializer, maybe asynchronous). */
   deserialize(route: Route, payload: unknown, request: RequestInfo | undefined): unknown;
   /** Sends the reply of a request (`@MessagePattern`). */
   reply(request: RequestInfo, result: { response?: unknown; err?: unknown }): Promise<void>;
@@ -275,7 +275,20 @@ export class EntryProcessor {
         );
         continue;
       }
-      const payload = this.deps.deserialize(route, decoded.payload, decoded.request);
+      let payload: unknown;
+      try {
+        payload = this.deps.deserialize(route, decoded.payload, decoded.request);
+        if (payload instanceof Promise) payload = await payload;
+      } catch (err) {
+        // The deserializer refused it: as malformed as bad JSON, and retrying will not help.
+        this.deps.logger.warn(
+          `Deserializing entry ${entry.id} of "${route.stream}" failed: ${describeError(err)}`,
+        );
+        rejected.push(
+          this.deadLetter(route.stream, entry, decoded.fields, entry.deliveries, 'malformed', err),
+        );
+        continue;
+      }
       const job: Job = { entry, decoded, payload };
       if (route.idempotent) {
         const ctx = { stream: route.stream, id: entry.id, headers: decoded.headers };

@@ -2,7 +2,11 @@ import { hostname } from 'node:os';
 import { StreamBatchAckConfigError } from '../core/errors';
 import { isClusterConnection } from '../redis/connection';
 import { defaultDeadLetterStream } from '../redis/keys';
-import { RedisStreamsServerOptions, ResolvedServerOptions } from './redis-streams.options';
+import {
+  RedisStreamsClientOptions,
+  RedisStreamsServerOptions,
+  ResolvedServerOptions,
+} from './redis-streams.options';
 
 /** Fills in the defaults and rejects invalid options with an error that names the option. */
 export function resolveServerOptions(options: RedisStreamsServerOptions): ResolvedServerOptions {
@@ -80,6 +84,16 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
     int('idempotency.maxSize', idem.maxSize, 1, 1);
   }
   return resolved;
+}
+
+/** Rejects invalid ClientRedisStreams options with an error that names the option. */
+export function checkClientOptions(options: RedisStreamsClientOptions): void {
+  if (!options || typeof options !== 'object')
+    throw new StreamBatchAckConfigError('options', 'ClientRedisStreams needs an options object.');
+  checkConnection(options.connection);
+  int('maxLen', options.maxLen, 0, 0);
+  int('trimEvery', options.trimEvery, 1, 1);
+  int('replyTimeoutMs', options.replyTimeoutMs, 1, 1);
 }
 
 function checkConnection(connection: unknown): void {

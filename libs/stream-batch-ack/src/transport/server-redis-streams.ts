@@ -264,6 +264,7 @@ export class ServerRedisStreams
     return response;
   }
 
+  /** The handler's payload; a Promise when the custom deserializer is asynchronous (Nest allows it). */
   private deserializePayload(route: Route, payload: unknown, request?: RequestInfo): unknown {
     if (!this.customDeserializer) return payload;
     const packet = this.deserializer.deserialize(
@@ -271,8 +272,8 @@ export class ServerRedisStreams
         ? { pattern: route.stream, data: payload, id: request.id }
         : { pattern: route.stream, data: payload },
       { channel: route.stream },
-    ) as { data?: unknown };
-    return packet && typeof packet === 'object' && 'data' in packet ? packet.data : packet;
+    ) as unknown;
+    return packet instanceof Promise ? packet.then(dataOfPacket) : dataOfPacket(packet);
   }
 
   /** Appends the reply to the client's reply stream, which expires unless the client is alive. */
@@ -435,6 +436,12 @@ export class ServerRedisStreams
       }
     }
   }
+}
+
+function dataOfPacket(packet: unknown): unknown {
+  return packet && typeof packet === 'object' && 'data' in packet
+    ? (packet as { data: unknown }).data
+    : packet;
 }
 
 function toDelivered(entries: RawEntry[]): DeliveredEntry[] {
