@@ -1,5 +1,10 @@
 import { Logger } from '@nestjs/common';
-import { CustomTransportStrategy, MessageHandler, Server } from '@nestjs/microservices';
+import {
+  CustomTransportStrategy,
+  MessageHandler,
+  RpcException,
+  Server,
+} from '@nestjs/microservices';
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import { isObservable, lastValueFrom } from 'rxjs';
 import { AckBatcher } from '../core/ack-batcher';
@@ -285,7 +290,7 @@ export class ServerRedisStreams
     const packet = this.serializer.serialize({
       id: request.id,
       response: result.response,
-      err: result.err === undefined ? undefined : describeError(result.err),
+      err: result.err === undefined ? undefined : replyError(result.err),
       isDisposed: true,
     });
     await commands
@@ -436,6 +441,13 @@ export class ServerRedisStreams
       }
     }
   }
+}
+
+/** What the caller's `send()` errors with: an RpcException's error (string or object), else the message. */
+function replyError(err: unknown): unknown {
+  if (err instanceof RpcException) return err.getError();
+  if (err instanceof Error) return err.message;
+  return err !== null && typeof err === 'object' ? err : describeError(err);
 }
 
 function dataOfPacket(packet: unknown): unknown {
