@@ -1,9 +1,15 @@
 import { Controller, INestMicroservice } from '@nestjs/common';
-import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import { Ctx, EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { Cluster } from 'ioredis';
 import { keySlot } from '../src/redis/keys';
-import { RedisStreamsContext, ServerRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
+import { firstValueFrom } from 'rxjs';
+import {
+  ClientRedisStreams,
+  RedisStreamsBatchContext,
+  RedisStreamsContext,
+  ServerRedisStreams,
+} from '@nest-redis-resilience/stream-batch-ack';
 import { ThrowawayCluster } from '../../../test/support/throwaway-cluster';
 import { startMicroservice, waitFor } from './support/helpers';
 
@@ -34,6 +40,34 @@ class ClusterController {
   private count(ctx: RedisStreamsContext) {
     const key = `${ctx.stream} ${ctx.id}`;
     handled.set(key, (handled.get(key) ?? 0) + 1);
+  }
+}
+
+const C1 = '{sba-c}:orders';
+const C2 = '{sba-d}:orders';
+const QUOTES = '{sba-e}:quotes';
+const batches: { stream: string; ids: string[]; records: string[] }[] = [];
+
+@Controller()
+class ClusterBatchController {
+  @EventPattern(C1, { batch: true })
+  c1(@Payload() _d: unknown[], @Ctx() ctx: RedisStreamsBatchContext) {
+    this.record(ctx);
+  }
+  @EventPattern(C2, { batch: true })
+  c2(@Payload() _d: unknown[], @Ctx() ctx: RedisStreamsBatchContext) {
+    this.record(ctx);
+  }
+  @MessagePattern(QUOTES)
+  quote(@Payload() q: { symbol: string }) {
+    return `${q.symbol}:42`;
+  }
+  private record(ctx: RedisStreamsBatchContext) {
+    batches.push({
+      stream: ctx.stream,
+      ids: ctx.entries.map((e) => e.id),
+      records: ctx.entries.map((e) => e.idempotencyRecord!),
+    });
   }
 }
 
@@ -112,5 +146,48 @@ describe('Redis Cluster: one reader per hash slot (throwaway 3-node cluster)', (
     });
     await expect(other.listen()).rejects.toThrow(/hash tag/);
     await other.close();
+  });
+
+  it('ClientRedisStreams emits and sends on a Cluster; batch handlers with Redis idempotency keep their records in the slot of their stream', async () => {
+    expect(keySlot(C1)).not.toBe(keySlot(C2));
+    const { app: batchApp } = await startMicroservice(
+      { controllers: [ClusterBatchController] },
+      {
+        connection: { cluster: redisCluster.nodes },
+        group: GROUP,
+        consumer: 'c2',
+        read: { count: 50, blockMs: 50 },
+        ack: { batchSize: 100, intervalMs: 20 },
+        idempotency: { store: 'redis', keyPrefix: 'sba-test-cluster:idem:' },
+      },
+    );
+    const client = new ClientRedisStreams({ connection: { cluster: redisCluster.nodes } });
+    try {
+      await client.connect();
+      const ids: string[] = [];
+      for (let n = 0; n < 40; n++)
+        ids.push(await firstValueFrom(client.emit(n % 2 ? C1 : C2, { n })));
+      await expect(firstValueFrom(client.send<string>(QUOTES, { symbol: 'BTC' }))).resolves.toBe(
+        'BTC:42',
+      );
+      await waitFor(
+        '40 handled and acked',
+        async () =>
+          batches.flatMap((b) => b.ids).length === 40 &&
+          (await pending(cluster, C1)) + (await pending(cluster, C2)) === 0,
+        15_000,
+      );
+      expect(batches.flatMap((b) => b.ids).sort()).toEqual([...ids].sort());
+      for (const batch of batches) {
+        for (const record of batch.records) {
+          expect(keySlot(record)).toBe(keySlot(batch.stream));
+          expect(await cluster.get(record)).toBe('done');
+        }
+      }
+      for (const record of batches.flatMap((b) => b.records)) await cluster.del(record);
+    } finally {
+      await client.close();
+      await batchApp.close();
+    }
   });
 });

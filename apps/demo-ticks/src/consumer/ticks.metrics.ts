@@ -30,15 +30,13 @@ export class TicksMetrics {
       help: 'Ticks folded into candles (first application of a stream entry).',
       registers,
     });
-    const metrics = this;
+    const syncTransport = (): void => this.syncTransportDuplicates();
     this.duplicatesSkipped = new Counter({
       name: 'ticks_duplicates_skipped_total',
       help: 'Deliveries of a stream entry already applied: layer "memory" and "redis" = skipped by the transport\'s idempotency check (its in-process LRU, its Redis records), "effect" = caught by the candle script, which marks a record done in the same step as it applies the tick.',
       labelNames: ['layer'],
       registers,
-      collect() {
-        metrics.syncTransportDuplicates();
-      },
+      collect: syncTransport,
     });
     this.deadLettered = new Counter({
       name: 'ticks_dead_lettered_total',
