@@ -1,0 +1,229 @@
+/*
+ * Reads a V8 CPU profile (.cpuprofile, as written by `bench:ticks -- --cpu-prof <dir>` or
+ * `node --cpu-prof`) and tells where the CPU went: self time per function and per origin
+ * (this library, Nest, ioredis, rxjs, Node's internals, GC...), and the total (inclusive) time
+ * of the library's functions. Lines of .ts files are the TypeScript source lines (the profile
+ * holds those of the JavaScript that scripts/register-ts.js made; they are mapped back).
+ *
+ *   node -r ./scripts/register-ts.js bench/ticks/profile-summary.ts <file.cpuprofile> [--top 15]
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { SourceMap } from 'node:module';
+import { basename, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as ts from 'typescript';
+
+interface CallFrame {
+  functionName: string;
+  url: string;
+  lineNumber: number;
+  columnNumber: number;
+}
+
+interface ProfileNode {
+  id: number;
+  parent?: number;
+  callFrame: CallFrame;
+  hitCount?: number;
+  children?: number[];
+}
+
+interface CpuProfile {
+  nodes: ProfileNode[];
+  startTime: number;
+  endTime: number;
+  samples?: number[];
+  timeDeltas?: number[];
+}
+
+export interface ProfileSummary {
+  file: string;
+  /** Wall time the profile covers, ms. */
+  wallMs: number;
+  /** Sampled time that was not idle, ms. */
+  busyMs: number;
+  /** Self time by origin, % of busy time, largest first. */
+  origins: { origin: string; pct: number }[];
+  /** Self time by function, % of busy time, largest first. */
+  functions: FunctionTime[];
+  /** Total (inclusive: itself and what it calls) time of this library's functions, % of busy time. */
+  libraryTotals: FunctionTime[];
+}
+
+export interface FunctionTime {
+  name: string;
+  where: string;
+  origin: string;
+  pct: number;
+  ms: number;
+}
+
+const ROOT = join(__dirname, '..', '..');
+const sourceMaps = new Map<string, SourceMap | null>();
+
+/** The source map of a .ts file as scripts/register-ts.js transpiles it (same compiler options). */
+function sourceMapOf(path: string): SourceMap | null {
+  if (sourceMaps.has(path)) return sourceMaps.get(path)!;
+  let map: SourceMap | null = null;
+  try {
+    const { config } = ts.readConfigFile(join(ROOT, 'tsconfig.json'), ts.sys.readFile);
+    const { options } = ts.convertCompilerOptionsFromJson(config.compilerOptions, ROOT);
+    const out = ts.transpileModule(readFileSync(path, 'utf8'), {
+      compilerOptions: { ...options, sourceMap: true, inlineSourceMap: false, declaration: false },
+      fileName: path,
+    });
+    if (out.sourceMapText) map = new SourceMap(JSON.parse(out.sourceMapText));
+  } catch {
+    map = null;
+  }
+  sourceMaps.set(path, map);
+  return map;
+}
+
+/** 1-based source line of a frame (the TypeScript line for a .ts file). */
+function sourceLine(frame: CallFrame): number {
+  if (frame.url.startsWith('file://') && frame.url.endsWith('.ts')) {
+    const path = fileURLToPath(frame.url);
+    const map = existsSync(path) ? sourceMapOf(path) : null;
+    const entry = map?.findEntry(frame.lineNumber, frame.columnNumber) as
+      { originalLine?: number } | undefined;
+    if (entry && typeof entry.originalLine === 'number') return entry.originalLine + 1;
+  }
+  return frame.lineNumber + 1;
+}
+
+/** Where a function comes from, by its script's URL. */
+export function originOf(frame: CallFrame): string {
+  const { url, functionName } = frame;
+  if (!url) {
+    if (functionName === '(garbage collector)') return 'GC';
+    if (functionName === '(program)') return 'V8/native (program)';
+    if (functionName === '(idle)') return 'idle';
+    return 'V8/native';
+  }
+  if (url.includes('libs/stream-batch-ack/')) return 'stream-batch-ack';
+  if (url.includes('/bench/')) return 'bench (recorder, handler)';
+  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
+  if (pkg) return pkg[1];
+  if (url.startsWith('node:')) return 'node internals';
+  return 'other';
+}
+
+function location(frame: CallFrame): string {
+  if (!frame.url) return '';
+  const m = /(?:libs|bench|node_modules)\/.*$/.exec(frame.url) ?? /[^/]+$/.exec(frame.url);
+  return `${m ? m[0] : frame.url}:${sourceLine(frame)}`;
+}
+
+export function summarizeProfile(file: string, top = 15): ProfileSummary {
+  const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  // Self time per node: from samples and their time deltas when present, else hit counts.
+  const selfUs = new Map<number, number>();
+  if (profile.samples && profile.timeDeltas && profile.samples.length > 0) {
+    const { samples, timeDeltas } = profile;
+    for (let i = 0; i < samples.length; i++) {
+      // timeDeltas[i] is the time before sample i; the sample stands for the time after it.
+      const dt = i + 1 < timeDeltas.length ? timeDeltas[i + 1] : 0;
+      selfUs.set(samples[i], (selfUs.get(samples[i]) ?? 0) + Math.max(0, dt));
+    }
+  } else {
+    const total = profile.endTime - profile.startTime;
+    const hits = profile.nodes.reduce((a, n) => a + (n.hitCount ?? 0), 0) || 1;
+    for (const n of profile.nodes) selfUs.set(n.id, ((n.hitCount ?? 0) / hits) * total);
+  }
+  const fns = new Map<string, { name: string; where: string; origin: string; us: number }>();
+  const origins = new Map<string, number>();
+  let busy = 0;
+  for (const [id, us] of selfUs) {
+    const node = byId.get(id);
+    if (!node || us === 0) continue;
+    const origin = originOf(node.callFrame);
+    if (origin === 'idle') continue;
+    busy += us;
+    origins.set(origin, (origins.get(origin) ?? 0) + us);
+    const where = location(node.callFrame);
+    const name = node.callFrame.functionName || '(anonymous)';
+    const key = `${name}@${where}`;
+    const f = fns.get(key) ?? { name, where, origin, us: 0 };
+    f.us += us;
+    fns.set(key, f);
+  }
+  // Inclusive time of the library's functions: each sample counts once for every such function
+  // on its stack.
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const totals = new Map<string, { name: string; where: string; origin: string; us: number }>();
+  for (const [id, us] of selfUs) {
+    const leaf = byId.get(id);
+    if (!leaf || us === 0 || originOf(leaf.callFrame) === 'idle') continue;
+    const seen = new Set<string>();
+    for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
+      const node = byId.get(cur)!;
+      if (originOf(node.callFrame) !== 'stream-batch-ack') continue;
+      const where = location(node.callFrame);
+      const name = node.callFrame.functionName || '(anonymous)';
+      const key = `${name}@${where}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const t = totals.get(key) ?? { name, where, origin: 'stream-batch-ack', us: 0 };
+      t.us += us;
+      totals.set(key, t);
+    }
+  }
+  const pct = (us: number) => (busy === 0 ? 0 : (us / busy) * 100);
+  const asTime = (f: { name: string; where: string; origin: string; us: number }) => ({
+    name: f.name,
+    where: f.where,
+    origin: f.origin,
+    pct: pct(f.us),
+    ms: f.us / 1000,
+  });
+  return {
+    file,
+    wallMs: (profile.endTime - profile.startTime) / 1000,
+    busyMs: busy / 1000,
+    origins: [...origins]
+      .map(([origin, us]) => ({ origin, pct: pct(us) }))
+      .sort((a, b) => b.pct - a.pct),
+    functions: [...fns.values()]
+      .sort((a, b) => b.us - a.us)
+      .slice(0, top)
+      .map(asTime),
+    libraryTotals: [...totals.values()]
+      .sort((a, b) => b.us - a.us)
+      .slice(0, top)
+      .map(asTime),
+  };
+}
+
+export function formatProfileSummary(s: ProfileSummary): string {
+  const lines = [
+    `${basename(s.file)}: ${s.wallMs.toFixed(0)} ms profiled, ${s.busyMs.toFixed(0)} ms on CPU (${((s.busyMs / Math.max(1e-9, s.wallMs)) * 100).toFixed(0)} %)`,
+    `  self time by origin: ${s.origins
+      .filter((o) => o.pct >= 0.5)
+      .map((o) => `${o.origin} ${o.pct.toFixed(1)} %`)
+      .join(', ')}`,
+    '  self time by function (% of CPU time):',
+  ];
+  const line = (f: FunctionTime) =>
+    `    ${f.pct.toFixed(1).padStart(5)} %  ${f.name}  ${f.where ? `(${f.where})` : `[${f.origin}]`}`;
+  for (const f of s.functions) lines.push(line(f));
+  if (s.libraryTotals.length > 0) {
+    lines.push('  total time (self + callees) of stream-batch-ack functions (% of CPU time):');
+    for (const f of s.libraryTotals) lines.push(line(f));
+  }
+  return lines.join('\n');
+}
+
+if (require.main === module) {
+  const args = process.argv.slice(2);
+  const i = args.indexOf('--top');
+  const top = i >= 0 ? Number(args.splice(i, 2)[1]) : 15;
+  if (args.length === 0) {
+    process.stderr.write('usage: profile-summary.ts <file.cpuprofile>... [--top 15]\n');
+    process.exit(2);
+  }
+  for (const file of args)
+    process.stdout.write(`${formatProfileSummary(summarizeProfile(file, top))}\n\n`);
+}
