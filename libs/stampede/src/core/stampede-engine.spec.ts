@@ -136,4 +136,37 @@ describe('StampedeEngine (memory store, fake clock and random)', () => {
     expect(await broken.getOrLoad('k', async () => 'loaded', policy, 'm')).toBe('loaded');
     expect(broken.metrics.snapshot().m).toMatchObject({ storeErrors: 1, loads: 1 });
   });
+
+  it('failing early recomputations warn at most once per 10 s, saying how many failed', async () => {
+    const warnings: string[] = [];
+    const eager = new StampedeEngine({
+      store,
+      clock,
+      random: () => 1e-300, // every draw fires
+      logger: { warn: (message) => warnings.push(message) },
+    });
+    const policy = resolvePolicy({ ttl: 60_000, xfetch: { beta: 1 } }, 60_000, 't');
+    let failing = false;
+    const loader = async () => {
+      if (failing) throw new Error('backend down');
+      clock.t += 200; // delta = 200 ms: a draw of 1e-300 fires 138 s ahead
+      return 'v';
+    };
+    const round = async () => {
+      for (let i = 0; i < 50; i++)
+        expect(await eager.getOrLoad(`k${i}`, loader, policy, 'm')).toBe('v');
+      for (let i = 0; i < 10; i++) await flush();
+    };
+    await round(); // 50 misses: loaded, no draw
+    failing = true;
+    await round(); // 50 hits, each recomputation fails
+    expect(eager.metrics.snapshot().m.earlyRecomputes).toBe(50);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/early recomputation of "k0" failed: backend down/);
+    clock.t += 10_000;
+    await round();
+    expect(warnings).toHaveLength(2);
+    expect(warnings[1]).toMatch(/and 49 more failed recomputation\(s\) since the last warning/);
+    await eager.close();
+  });
 });

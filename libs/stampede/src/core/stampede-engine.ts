@@ -55,6 +55,8 @@ export class StampedeEngine {
   private readonly lastDraw = new Map<string, number>();
   private closed = false;
   private lastStoreWarning = 0;
+  private lastRefreshWarning = 0;
+  private refreshFailuresUnreported = 0;
 
   constructor(deps: EngineDeps) {
     this.store = deps.store;
@@ -284,6 +286,21 @@ export class StampedeEngine {
     }
   }
 
+  /** At most one warning per 10 s, like the store's; it says how many failures it stands for. */
+  private noteRefreshFailure(key: string, err: unknown): void {
+    this.refreshFailuresUnreported++;
+    const now = this.clock.now();
+    if (now - this.lastRefreshWarning < 10_000) return;
+    this.lastRefreshWarning = now;
+    const message = err instanceof Error ? err.message : String(err);
+    const others = this.refreshFailuresUnreported - 1;
+    this.refreshFailuresUnreported = 0;
+    this.logger?.warn(
+      `early recomputation of "${key}" failed: ${message}; the current value is kept` +
+        (others > 0 ? ` (and ${others} more failed recomputation(s) since the last warning)` : ''),
+    );
+  }
+
   private maybeRecomputeEarly<T>(
     key: string,
     envelope: Envelope<T>,
@@ -319,10 +336,7 @@ export class StampedeEngine {
           this.refreshLoads.delete(key);
         }
       } catch (err) {
-        const message = err instanceof Error ? err.message : String(err);
-        this.logger?.warn(
-          `early recomputation of "${key}" failed: ${message}; the current value is kept`,
-        );
+        this.noteRefreshFailure(key, err);
       } finally {
         if (release) this.refreshing.delete(key);
       }

@@ -120,12 +120,17 @@ export class RedisStore implements StampedeStore {
   }
 
   async readOrLock<T>(key: string, token: string, lockTtlMs: number): Promise<ReadOrLockResult<T>> {
-    const reply = (await this.script(
-      READ_OR_LOCK.name,
-      this.keys.value(key),
-      this.keys.lock(key),
-      token,
-      lockTtlMs,
+    const reply = (await this.call(
+      () =>
+        (this.client as ScriptClient)[READ_OR_LOCK.name](
+          this.keys.value(key),
+          this.keys.lock(key),
+          token,
+          lockTtlMs,
+        ),
+      (late) => {
+        if ((late as [number])[0] === 2) this.releaseAbandoned(key, token);
+      },
     )) as [number, (string | number)?];
     if (reply[0] === 1) {
       const envelope = decodeEnvelope<T>(reply[1] as string);
@@ -139,10 +144,27 @@ export class RedisStore implements StampedeStore {
   }
 
   async tryLock(key: string, token: string, lockTtlMs: number): Promise<boolean> {
-    const reply = await this.call(() =>
-      this.client.set(this.keys.lock(key), token, 'PX', lockTtlMs, 'NX'),
+    const reply = await this.call(
+      () => this.client.set(this.keys.lock(key), token, 'PX', lockTtlMs, 'NX'),
+      (late) => {
+        if (late === 'OK') this.releaseAbandoned(key, token);
+      },
     );
     return reply === 'OK';
+  }
+
+  /**
+   * A lock attempt that timed out is not cancelled: when Redis catches up, it may still take the
+   * lock for a caller that has gone (and answered from its loader). Release it at once, so that
+   * nobody waits on a lock whose owner gave up. Sent on the raw client, past the cool-down: the
+   * connection just answered.
+   */
+  private releaseAbandoned(key: string, token: string): void {
+    if (this.closed) return;
+    const unlock = (this.client as ScriptClient)[UNLOCK.name];
+    unlock
+      .call(this.client, this.keys.lock(key), token, this.keys.channel, key)
+      .catch(() => undefined);
   }
 
   async extendLock(key: string, token: string, lockTtlMs: number): Promise<boolean> {
@@ -210,8 +232,11 @@ export class RedisStore implements StampedeStore {
     return this.call(() => (this.client as ScriptClient)[name](...args));
   }
 
-  /** Fails fast while Redis is known down, bounds every call by the operation timeout. */
-  private async call<T>(op: () => Promise<T>): Promise<T> {
+  /**
+   * Fails fast while Redis is known down, bounds every call by the operation timeout.
+   * `onAbandoned` gets the reply of a command that answered after its timeout.
+   */
+  private async call<T>(op: () => Promise<T>, onAbandoned?: (late: T) => void): Promise<T> {
     if (this.closed) throw new StoreUnavailableError('the Redis store is closed');
     if (this.client.status !== 'ready') {
       throw new StoreUnavailableError(`Redis connection is ${this.client.status}`);
@@ -220,7 +245,7 @@ export class RedisStore implements StampedeStore {
       throw new StoreUnavailableError('Redis timed out recently; skipping it for a moment');
     }
     try {
-      return await this.withTimeout(op(), 'command');
+      return await this.withTimeout(op(), 'command', onAbandoned);
     } catch (err) {
       if (err instanceof StoreUnavailableError) this.downUntil = this.clock.now() + this.cooldownMs;
       throw err instanceof StoreUnavailableError
@@ -229,14 +254,17 @@ export class RedisStore implements StampedeStore {
     }
   }
 
-  private withTimeout<T>(promise: Promise<T>, what: string): Promise<T> {
+  private withTimeout<T>(
+    promise: Promise<T>,
+    what: string,
+    onAbandoned?: (late: T) => void,
+  ): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () =>
-          reject(new StoreUnavailableError(`Redis ${what} took longer than ${this.timeoutMs} ms`)),
-        this.timeoutMs,
-      );
+      timer = setTimeout(() => {
+        if (onAbandoned) promise.then(onAbandoned, () => undefined);
+        reject(new StoreUnavailableError(`Redis ${what} took longer than ${this.timeoutMs} ms`));
+      }, this.timeoutMs);
     });
     promise.catch(() => undefined); // a late rejection after the timeout is not unhandled
     return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
