@@ -19,7 +19,7 @@ const fixture = readFixture();
 /*
  * A lost batch XACK, simulated: consumer A handles every tick but its batched XACK never goes
  * out (batch size and interval far beyond the test), so all entries stay pending. Consumer B,
- * a second app with its own in-process idempotency LRU, claims them (XAUTOCLAIM) and gets every
+ * a second app with its own in-process idempotency LRU, claims them (XCLAIM) and gets every
  * tick a second time, as happens after a crash or a lost XACK.
  */
 jest.setTimeout(30_000);

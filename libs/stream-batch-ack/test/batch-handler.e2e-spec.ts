@@ -126,7 +126,7 @@ const baseOptions = (connection: string, consumer: string): RedisStreamsServerOp
   consumer,
   read: { count: 50, blockMs: 50 },
   ack: { batchSize: 100, intervalMs: 20 },
-  // Retries come from the backoff schedule (XCLAIM), never from XAUTOCLAIM in these tests.
+  // Retries come from the backoff schedule (XCLAIM), never from the claim loop in these tests.
   claim: { minIdleMs: 30_000, intervalMs: 30_000 },
   retry: { initialMs: 100, factor: 2, maxMs: 400, jitter: 0 },
   deadLetter: { maxDeliveries: 5 },

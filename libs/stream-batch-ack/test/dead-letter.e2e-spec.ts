@@ -69,7 +69,7 @@ describe('failures: throwing handlers, malformed and foreign entries', () => {
     await redis.quit();
   });
 
-  it('a throwing handler: not acked, redelivered via XAUTOCLAIM, then dead-lettered with its error after maxDeliveries; the others flowed on', async () => {
+  it('a throwing handler: not acked, retried with backoff, then dead-lettered with its error after maxDeliveries; the others flowed on', async () => {
     const payloads = Array.from({ length: 20 }, (_, n) => ({ n, poison: n === 4 || n === 13 }));
     const ids = await produce(redis, STREAM, payloads);
     await waitFor(

@@ -29,7 +29,7 @@ const RETRY = { initialMs: 300, factor: 2, maxMs: 1500, jitter: 0 };
 const MAX_DELIVERIES = 5;
 const DELAYS = [300, 600, 1200, 1500];
 const SUM_OF_DELAYS = DELAYS.reduce((a, b) => a + b, 0);
-// Far above every retry delay: a retry that waited for XAUTOCLAIM would be obvious.
+// Far above every retry delay: a retry that waited for the claim loop would be obvious.
 const MIN_IDLE_MS = 20_000;
 /** Upward slack of a timer on a loaded machine. */
 const SLACK_MS = 1500;
