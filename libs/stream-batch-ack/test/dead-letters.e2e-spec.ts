@@ -460,7 +460,7 @@ describe('dlq CLI (node scripts/dlq.js)', () => {
     const bad = await dlq(['replay', 'orders']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('"replay" needs dead-letter ids or --all');
-    expect(bad.stderr).toContain('Usage: dlq');
+    expect(bad.stderr).toContain('Usage: sba-dlq');
     expect(bad.stdout).toBe('');
   });
 });

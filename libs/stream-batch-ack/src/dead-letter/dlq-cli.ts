@@ -6,12 +6,12 @@ import { defaultDeadLetterStream } from '../redis/keys';
 import { DeadLetter, isStreamId } from './dead-letter-entry';
 import { DeadLetters, ReplayResult } from './dead-letters';
 
-export const USAGE = `Usage: dlq <command> <stream> [options]
+export const USAGE = `Usage: sba-dlq <command> <stream> [options]
 
-  dlq list   <stream> [--count N] [--after ID]   dead letters, oldest first (default 100)
-  dlq show   <stream> <dead-letter-id>            one dead letter in full
-  dlq replay <stream> <dead-letter-id...|--all>   append the original entries to <stream> again
-  dlq drop   <stream> <dead-letter-id...|--all>   delete dead letters
+  sba-dlq list   <stream> [--count N] [--after ID]   dead letters, oldest first (default 100)
+  sba-dlq show   <stream> <dead-letter-id>            one dead letter in full
+  sba-dlq replay <stream> <dead-letter-id...|--all>   append the original entries to <stream> again
+  sba-dlq drop   <stream> <dead-letter-id...|--all>   delete dead letters
 
 Options:
   --redis URL   Redis to connect to (default: $REDIS_URL or redis://127.0.0.1:6379)
