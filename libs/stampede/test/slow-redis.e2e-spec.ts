@@ -13,11 +13,13 @@ import { delay, ThrowawayRedis } from './support/redis';
 import { waitFor } from '../../../test/support/wait';
 
 const LOCK_TTL = 10_000;
+const RATE_TTL = 1_000;
 const PREFIX = 'slow:';
 
 @Injectable()
 class PriceService {
   loads = 0;
+  rateLoads = 0;
 
   @Cacheable({ key: (symbol: string) => `price:${symbol}`, ttl: 60_000 })
   @SingleFlight()
@@ -26,6 +28,14 @@ class PriceService {
     this.loads++;
     await delay(20);
     return { symbol, price: 100 };
+  }
+
+  @Cacheable({ key: (symbol: string) => `rate:${symbol}`, ttl: RATE_TTL })
+  @SingleFlight()
+  async rate(symbol: string): Promise<{ symbol: string; rate: number }> {
+    this.rateLoads++;
+    await delay(50);
+    return { symbol, rate: 1.5 };
   }
 
   @Cacheable({ key: (symbol: string) => `quote:${symbol}`, ttl: 1_000 })
@@ -125,5 +135,31 @@ describe('a Redis stall: no lock is left for a caller that gave up (a redis-serv
         (await setCalls()) > setsBefore + 1 && (await admin.exists(lockKey('quote:BBB'))) === 0,
       3000,
     );
+  });
+
+  it('a stall does not become a backend stampede: values held here are served, and each key loads at most once per TTL', async () => {
+    const symbols = Array.from({ length: 20 }, (_, i) => `S${i}`);
+    await Promise.all(symbols.map((sym) => prices.rate(sym))); // warm
+    await delay(350);
+    const loadsBefore = prices.rateLoads;
+    await admin.call('CLIENT', 'PAUSE', '2000', 'ALL');
+    const started = Date.now();
+    let calls = 0;
+    // Rounds of calls on every key, every 50 ms, for as long as Redis is paused.
+    const probe = admin.ping(); // answers when the pause is over
+    let paused = true;
+    void probe.then(() => (paused = false));
+    while (paused) {
+      const answers = await Promise.all(symbols.map((sym) => prices.rate(sym)));
+      calls += answers.length;
+      for (const [i, answer] of answers.entries())
+        expect(answer).toEqual({ symbol: symbols[i], rate: 1.5 });
+      await delay(50);
+    }
+    const elapsed = Date.now() - started;
+    const loads = prices.rateLoads - loadsBefore;
+    // Without the held values every round loads every key (calls / 20 rounds x 20 keys).
+    expect(calls).toBeGreaterThan(symbols.length * 5);
+    expect(loads).toBeLessThanOrEqual(symbols.length * (Math.ceil(elapsed / RATE_TTL) + 1));
   });
 });

@@ -4,6 +4,7 @@ import type { Envelope } from './envelope';
 import { jitterTtl } from './jitter';
 import { MethodMetrics, MetricsRegistry } from './metrics';
 import type { StampedePolicy } from './policy';
+import { LastKnownValues } from './last-known';
 import { SingleFlight } from './single-flight';
 import type { StampedeStore } from './store';
 import { sleep } from './timers';
@@ -51,6 +52,10 @@ export class StampedeEngine {
   /** Keys with an early recomputation running (or owned by another instance) here. */
   private readonly refreshing = new Set<string>();
   private readonly background = new Set<Promise<void>>();
+  /** Values seen here, served while a distributed store is unreachable (see withoutStore). */
+  private readonly lastKnown = new LastKnownValues();
+  /** Loads while the store is unreachable: one per key at a time, whatever the policy. */
+  private readonly fallbackLoads = new SingleFlight<unknown>();
   /** When each key last had an XFetch draw here (see mayDraw). */
   private readonly lastDraw = new Map<string, number>();
   private closed = false;
@@ -101,6 +106,7 @@ export class StampedeEngine {
   async invalidate(key: string): Promise<void> {
     this.flights.forget(key);
     this.reads.forget(key);
+    this.lastKnown.forget(key);
     await this.store.delete(key);
   }
 
@@ -120,9 +126,10 @@ export class StampedeEngine {
     try {
       envelope = policy.lock ? await this.sharedRead<T>(key) : await this.store.get<T>(key);
     } catch (err) {
-      return this.withoutStore(err, loader, m);
+      return this.withoutStore(key, err, loader, policy, m);
     }
     if (envelope) {
+      if (this.store.distributed) this.lastKnown.remember(key, envelope);
       this.maybeRecomputeEarly(key, envelope, loader, policy, m);
       return { value: envelope.v, hit: true };
     }
@@ -162,7 +169,7 @@ export class StampedeEngine {
       } catch (err) {
         watch.cancel();
         endWait();
-        return (await this.withoutStore(err, loader, m)).value;
+        return (await this.withoutStore(key, err, loader, policy, m)).value;
       }
       if (step.kind === 'hit') {
         watch.cancel();
@@ -206,7 +213,7 @@ export class StampedeEngine {
         }
       } catch (err) {
         endWait();
-        return (await this.withoutStore(err, loader, m)).value;
+        return (await this.withoutStore(key, err, loader, policy, m)).value;
       }
     }
   }
@@ -244,7 +251,9 @@ export class StampedeEngine {
           ? jitterTtl(policy.ttl, policy.jitter.ratio, this.random)
           : policy.ttl;
         const now = this.clock.now();
-        await this.store.fill(key, { v: value, d: now - started, e: now + ttl }, ttl, token);
+        const envelope = { v: value, d: now - started, e: now + ttl };
+        if (this.store.distributed) this.lastKnown.remember(key, envelope);
+        await this.store.fill(key, envelope, ttl, token);
       } else if (token) {
         await this.store.unlock(key, token);
       }
@@ -265,13 +274,32 @@ export class StampedeEngine {
     }
   }
 
+  /**
+   * The store did not answer. A value this process has seen, and that has not expired, is what
+   * the store would have answered: serve it. Otherwise load, one load per key at a time here, and
+   * keep the value until its TTL, so that a stalled Redis does not turn into a backend stampede.
+   */
   private async withoutStore<T>(
+    key: string,
     err: unknown,
     loader: Loader<T>,
+    policy: StampedePolicy,
     m: MethodMetrics,
   ): Promise<Outcome<T>> {
     this.noteStoreError(err, m);
-    return { value: await this.runLoader(loader, m), hit: false };
+    const known = this.lastKnown.fresh<T>(key, this.clock.now());
+    if (known) return { value: known.v, hit: true };
+    const { promise, joined } = this.fallbackLoads.run(key, async () => {
+      const started = this.clock.now();
+      const value = await this.runLoader(loader, m);
+      if (value !== undefined && (value !== null || policy.cacheNull)) {
+        const now = this.clock.now();
+        this.lastKnown.remember(key, { v: value, d: now - started, e: now + policy.ttl });
+      }
+      return value;
+    });
+    if (joined) m.joins++;
+    return { value: (await promise) as T, hit: false };
   }
 
   private noteStoreError(err: unknown, m: MethodMetrics): void {
