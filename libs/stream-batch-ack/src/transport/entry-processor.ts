@@ -78,7 +78,8 @@ interface Job {
  * entry), then acknowledge, retry with backoff, or dead-letter.
  */
 export class EntryProcessor {
-  private readonly inFlight = new Set<string>();
+  /** Ids being handled here, per stream (no key string built per entry). */
+  private readonly inFlight = new Map<string, Set<string>>();
   private readonly running = new Set<Promise<void>>();
   /** The last error of entries waiting for a retry: a dead-letter entry names it. */
   private readonly lastErrors = new LruCache<string>({ maxSize: 10_000, ttlMs: 24 * 3600_000 });
@@ -87,7 +88,7 @@ export class EntryProcessor {
 
   /** True while the entry is being handled here or waits for its XACK. */
   isBusy(stream: string, id: string): boolean {
-    return this.inFlight.has(`${stream}\u0000${id}`) || this.deps.batcher.has(stream, id);
+    return (this.inFlight.get(stream)?.has(id) ?? false) || this.deps.batcher.has(stream, id);
   }
 
   get runningCount(): number {
@@ -109,9 +110,12 @@ export class EntryProcessor {
   /** Takes `entries` of `stream` (skipping those already here) and handles them in the background. */
   process(route: Route, entries: DeliveredEntry[]): void {
     const { stream } = route;
-    const fresh = entries.filter((e) => !this.inFlight.has(`${stream}\u0000${e.id}`));
+    let busy = this.inFlight.get(stream);
+    if (!busy) this.inFlight.set(stream, (busy = new Set()));
+    const ids = busy;
+    const fresh = entries.filter((e) => !ids.has(e.id));
     if (fresh.length === 0) return;
-    for (const e of fresh) this.inFlight.add(`${stream}\u0000${e.id}`);
+    for (const e of fresh) ids.add(e.id);
     this.deps.gate.take(fresh.length);
     this.deps.metrics.delivered += fresh.length;
     const run: Promise<void> = this.handle(route, fresh)
@@ -119,7 +123,7 @@ export class EntryProcessor {
         this.deps.logger.error(`Entries of "${stream}": ${describeError(err)}`),
       )
       .finally(() => {
-        for (const e of fresh) this.inFlight.delete(`${stream}\u0000${e.id}`);
+        for (const e of fresh) ids.delete(e.id);
         this.running.delete(run);
         this.deps.gate.release(fresh.length);
       });
