@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { Injectable, Module, OnApplicationShutdown } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import type { INestApplicationContext } from '@nestjs/common';
+import type { INestApplicationContext, LoggerService } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import {
   Cacheable,
@@ -29,6 +29,7 @@ export const LIBRARY_PATTERNS = [
   'xfetch',
   'distlock',
   'two-tier',
+  'two-tier-xfetch',
   'jitter',
 ] as const;
 export const LOCAL_PATTERNS = ['distlock-poll', 'xfetch-uncoalesced'] as const;
@@ -42,6 +43,7 @@ const METHOD: Record<PatternName, string> = {
   xfetch: 'xfetch',
   distlock: 'distlock',
   'two-tier': 'twoTier',
+  'two-tier-xfetch': 'twoTierXfetch',
   jitter: 'jitter',
   'distlock-poll': 'distlockPoll',
   'xfetch-uncoalesced': 'xfetchUncoalesced',
@@ -59,6 +61,14 @@ export interface BenchConfig {
   jitter: number;
   /** Record the time of every loader call (snowstorm). */
   recordLoadTimes?: boolean;
+  /** Record the key and start time of every loader call (double refreshes, loads per key). */
+  recordLoads?: boolean;
+  /** Share of loader calls that throw (after the backend time), 0 to 1 (warnings scenario). */
+  failRate?: number;
+  /** StampedeModule operationTimeout (ms); the library's default when absent. */
+  operationTimeout?: number;
+  /** StampedeModule cooldown (ms); the library's default when absent. */
+  cooldown?: number;
 }
 
 /** Counters for one pattern, read before and after a round. */
@@ -71,6 +81,43 @@ export interface PatternCounters {
   lockWaitMs: number;
   earlyRecomputes: number;
   storeErrors: number;
+  /** Library metrics (0 for the bench-local patterns). */
+  calls: number;
+  hits: number;
+  joins: number;
+  lockWaits: number;
+  lockTimeouts: number;
+  /** Loader errors. */
+  errors: number;
+}
+
+export function emptyCounters(): PatternCounters {
+  return {
+    loads: 0,
+    misses: 0,
+    lockWaitMs: 0,
+    earlyRecomputes: 0,
+    storeErrors: 0,
+    calls: 0,
+    hits: 0,
+    joins: 0,
+    lockWaits: 0,
+    lockTimeouts: 0,
+    errors: 0,
+  };
+}
+
+/** One loader call: which key, when it started (performance.now() of its process). */
+export interface LoadRecord {
+  key: string;
+  at: number;
+}
+
+/** Error thrown by a failing load (failRate); `id` tells the bench which load it came from. */
+export class BackendError extends Error {
+  constructor(readonly id: number) {
+    super(`backend failure #${id}`);
+  }
 }
 
 export function valueKey(prefix: string, key: string): string {
@@ -87,13 +134,22 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 export class Backend {
   readonly calls = new Map<PatternName, number>();
   readonly times: number[] = [];
+  /** With recordLoads: every loader call, in start order. */
+  readonly log: LoadRecord[] = [];
+  /** With failRate: how many loads threw (their ids are 1..failures). */
+  failures = 0;
 
   constructor(private readonly cfg: BenchConfig) {}
 
   async load(pattern: PatternName, key: string): Promise<string> {
     this.calls.set(pattern, (this.calls.get(pattern) ?? 0) + 1);
-    if (this.cfg.recordLoadTimes) this.times.push(performance.now());
+    const now = performance.now();
+    if (this.cfg.recordLoadTimes) this.times.push(now);
+    if (this.cfg.recordLoads) this.log.push({ key, at: now });
     await sleep(this.cfg.backendMs);
+    if (this.cfg.failRate && Math.random() < this.cfg.failRate) {
+      throw new BackendError(++this.failures);
+    }
     return `value of ${key}`;
   }
 }
@@ -149,6 +205,15 @@ export function buildBenchModule(cfg: BenchConfig) {
     @DistLock(lock)
     async twoTier(k: string): Promise<string> {
       return backend.load('two-tier', k);
+    }
+
+    /** two-tier plus XFetch: early recomputation under a try-lock (the README's full setup). */
+    @Cacheable({ key, ttl })
+    @SingleFlight()
+    @XFetch(cfg.beta)
+    @DistLock(lock)
+    async twoTierXfetch(k: string): Promise<string> {
+      return backend.load('two-tier-xfetch', k);
     }
 
     @Cacheable({ key, ttl })
@@ -224,7 +289,7 @@ export function buildBenchModule(cfg: BenchConfig) {
     counters(pattern: PatternName): PatternCounters {
       let c = this.local.get(pattern);
       if (!c) {
-        c = { loads: 0, misses: 0, lockWaitMs: 0, earlyRecomputes: 0, storeErrors: 0 };
+        c = emptyCounters();
         this.local.set(pattern, c);
       }
       return c;
@@ -232,7 +297,14 @@ export function buildBenchModule(cfg: BenchConfig) {
   }
 
   @Module({
-    imports: [StampedeModule.forRoot({ redis: cfg.redisUrl, keyPrefix: cfg.prefix })],
+    imports: [
+      StampedeModule.forRoot({
+        redis: cfg.redisUrl,
+        keyPrefix: cfg.prefix,
+        operationTimeout: cfg.operationTimeout,
+        cooldown: cfg.cooldown,
+      }),
+    ],
     providers: [BenchPatterns],
   })
   class BenchModule {}
@@ -252,10 +324,11 @@ export class BenchApp {
     private readonly stampede: StampedeService,
   ) {}
 
-  static async create(cfg: BenchConfig): Promise<BenchApp> {
+  /** `logger`: the Nest logger of the app (default: Nest's console logger, errors and warnings). */
+  static async create(cfg: BenchConfig, logger?: LoggerService): Promise<BenchApp> {
     const { BenchModule, BenchPatterns } = buildBenchModule(cfg);
     const app = await NestFactory.createApplicationContext(BenchModule, {
-      logger: ['error', 'warn'],
+      logger: logger ?? ['error', 'warn'],
     });
     const patterns = app.get(BenchPatterns) as unknown as BenchApp['patterns'];
     return new BenchApp(app, patterns, app.get(StampedeService));
@@ -278,13 +351,30 @@ export class BenchApp {
       return { ...this.patterns.counters(pattern), loads };
     }
     const m = this.stampede.metrics()[`BenchPatterns.${METHOD[pattern]}`];
+    if (!m) return { ...emptyCounters(), loads };
     return {
       loads,
-      misses: m?.misses ?? 0,
-      lockWaitMs: m?.lockWaitMs ?? 0,
-      earlyRecomputes: m?.earlyRecomputes ?? 0,
-      storeErrors: m?.storeErrors ?? 0,
+      misses: m.misses,
+      lockWaitMs: m.lockWaitMs,
+      earlyRecomputes: m.earlyRecomputes,
+      storeErrors: m.storeErrors,
+      calls: m.calls,
+      hits: m.hits,
+      joins: m.joins,
+      lockWaits: m.lockWaits,
+      lockTimeouts: m.lockTimeouts,
+      errors: m.errors,
     };
+  }
+
+  /**
+   * Fill notifications the app's RedisStore has received since start-up: its public getter
+   * `notificationsReceived`, or undefined when the library in this checkout has none.
+   */
+  notificationsReceived(): number | undefined {
+    const n = (this.stampede.store as unknown as { notificationsReceived?: unknown })
+      .notificationsReceived;
+    return typeof n === 'number' ? n : undefined;
   }
 
   close(): Promise<void> {
@@ -293,11 +383,14 @@ export class BenchApp {
 }
 
 export function diffCounters(after: PatternCounters, before: PatternCounters): PatternCounters {
-  return {
-    loads: after.loads - before.loads,
-    misses: after.misses - before.misses,
-    lockWaitMs: after.lockWaitMs - before.lockWaitMs,
-    earlyRecomputes: after.earlyRecomputes - before.earlyRecomputes,
-    storeErrors: after.storeErrors - before.storeErrors,
-  };
+  const out = emptyCounters();
+  for (const k of Object.keys(out) as (keyof PatternCounters)[]) out[k] = after[k] - before[k];
+  return out;
+}
+
+export function sumCounters(list: PatternCounters[]): PatternCounters {
+  const out = emptyCounters();
+  for (const c of list)
+    for (const k of Object.keys(out) as (keyof PatternCounters)[]) out[k] += c[k];
+  return out;
 }

@@ -1,12 +1,14 @@
 /*
- * "Instances" of the app for the cliff scenario: the parent's own app (one instance) or forked
- * processes, each with its own Nest application context and Redis connections (--instances K).
- * Both run a round the same way (runCliffRound); the parent synchronizes rounds and sums.
+ * "Instances" of the app: the parent's own app (one instance) or forked processes, each with its
+ * own Nest application context and Redis connections (--instances K). Both run a cliff round
+ * (runCliffRound) or a load job (runLoad, hotset and fanout) the same way; the parent
+ * synchronizes them and sums.
  */
 import { ChildProcess, fork } from 'node:child_process';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { BenchApp, BenchConfig, diffCounters, PatternCounters, PatternName } from './bench-app';
+import { LoadJob, LoadResult, runLoad } from './load';
 
 const REGISTER = join(__dirname, '..', '..', 'scripts', 'register-ts.js');
 const WORKER = join(__dirname, 'worker.ts');
@@ -44,6 +46,7 @@ export async function runCliffRound(app: BenchApp, req: RoundRequest): Promise<R
 
 export interface Instance {
   round(req: RoundRequest): Promise<RoundResult>;
+  load(job: LoadJob): Promise<LoadResult>;
   close(): Promise<void>;
 }
 
@@ -58,22 +61,29 @@ export class LocalInstance implements Instance {
     return runCliffRound(this.app, req);
   }
 
+  load(job: LoadJob): Promise<LoadResult> {
+    return runLoad(this.app, job);
+  }
+
   close(): Promise<void> {
     return this.app.close();
   }
 }
 
 type WorkerMessage =
-  { type: 'ready' } | { type: 'round'; result: RoundResult } | { type: 'error'; error: string };
+  | { type: 'ready' }
+  | { type: 'round'; result: RoundResult }
+  | { type: 'load'; result: LoadResult }
+  | { type: 'error'; error: string };
 
 export class ForkedInstance implements Instance {
-  private pending?: { resolve: (r: RoundResult) => void; reject: (e: Error) => void };
+  private pending?: { resolve: (r: never) => void; reject: (e: Error) => void };
 
   private constructor(private readonly child: ChildProcess) {
     child.on('message', (msg: WorkerMessage) => {
       const p = this.pending;
       this.pending = undefined;
-      if (msg.type === 'round') p?.resolve(msg.result);
+      if (msg.type === 'round' || msg.type === 'load') p?.resolve(msg.result as never);
       else if (msg.type === 'error') p?.reject(new Error(`worker ${child.pid}: ${msg.error}`));
     });
     child.on('exit', (code) =>
@@ -101,9 +111,17 @@ export class ForkedInstance implements Instance {
   }
 
   round(req: RoundRequest): Promise<RoundResult> {
-    return new Promise((resolve, reject) => {
-      this.pending = { resolve, reject };
-      this.child.send({ type: 'round', req });
+    return this.request<RoundResult>({ type: 'round', req });
+  }
+
+  load(job: LoadJob): Promise<LoadResult> {
+    return this.request<LoadResult>({ type: 'load', job });
+  }
+
+  private request<R>(msg: object): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      this.pending = { resolve: resolve as (r: never) => void, reject };
+      this.child.send(msg);
     });
   }
 

@@ -1,23 +1,40 @@
 /*
  * npm run bench:stampede -- [options]
  *
- *   --scenario all|cliff|steady|snowstorm   default all: cliff on 1 instance at every
- *                                           concurrency, cliff on --multi-instances at
- *                                           --multi-concurrency, steady, snowstorm
- *   --instances K            cliff only: K forked processes share the concurrency (default 1)
+ *   --scenario <name>[,<name>...]   default all. Groups: all = cliff (1 instance at every
+ *                            concurrency, then --multi-instances at --multi-concurrency),
+ *                            steady, snowstorm (about 1.5 min); resilience = late-lock, stall,
+ *                            hotset, fanout, warnings (about 2.5 min). Or one by name.
+ *   --cpu-burn [n]           n busy-loop processes (default 1) beside the whole run
+ *   --op-timeout 500   --cooldown 1000   the StampedeModule's operationTimeout and cooldown
+ *   --instances K            cliff (or hotset): K forked processes share the load (default 1)
  *   --concurrency 100,500,1000   --rounds 10   --warmup 1   --ttl 80   --backend 100
  *   --lock-ttl 5000   --poll 2   --beta 1   --patterns naive,singleflight,...
  *   --multi-instances 4   --multi-concurrency 1000
  *   --rate 2000   --duration 5000   --steady-ttl 1000   --steady-patterns ...
  *   --snow-keys 1000   --snow-rate 10000   --snow-duration 3500   --snow-ttl 1000   --jitter 0.1
- *   --window 10   --json <file>
+ *   --window 10
+ *   late-lock: --late-pause 1500   --late-patterns singleflight,distlock,two-tier,two-tier-xfetch
+ *   stall:     --stall-rate 2000   --stall-keys 100   --stall-ttl 1000   --stall-duration 6000
+ *              --stall-warmup 1000   --stall-pause 2000   --stall-mode ALL|WRITE   --stall-patterns ...
+ *   hotset:    --hotset-keys 10000   --hotset-zipf 1   --hotset-rate 5000   --hotset-ttl 2000
+ *              --hotset-backend 10   --hotset-duration 10000   --hotset-warmup 2000
+ *              --hotset-probe-keys 1000   --hotset-hot-keys 100   --hotset-instances 1
+ *              --hotset-patterns singleflight,two-tier,two-tier-xfetch
+ *   fanout:    --fanout-instances 3   --fanout-keys 1000   --fanout-zipf 1   --fanout-rate 3000
+ *              --fanout-ttl 1000   --fanout-backend 100   --fanout-duration 10000
+ *              --fanout-warmup 1000   --fanout-patterns singleflight,two-tier,two-tier-xfetch
+ *   warnings:  --warn-rate 2000   --warn-keys 100   --warn-ttl 1000   --warn-fail 0.1
+ *              --warn-duration 5000   --warn-patterns singleflight,xfetch,two-tier-xfetch
+ *   --json <file>
  *
- * Needs REDIS_URL (the npm script sets it through scripts/with-redis.js).
+ * Needs REDIS_URL (the npm script sets it through scripts/with-redis.js); late-lock, stall,
+ * hotset and fanout also start a private redis-server (redis-server on PATH or REDIS_SERVER_BIN).
  */
 import { writeFileSync } from 'node:fs';
 import type { PatternName } from './bench-app';
 import { ALL_PATTERNS } from './bench-app';
-import { BenchOptions, runStampedeBench, Scenario } from './stampede-bench';
+import { BenchOptions, runStampedeBench, SCENARIOS, Scenario } from './stampede-bench';
 
 const NUMBER_FLAGS: Record<string, keyof BenchOptions> = {
   '--instances': 'instances',
@@ -38,6 +55,38 @@ const NUMBER_FLAGS: Record<string, keyof BenchOptions> = {
   '--snow-ttl': 'snowTtlMs',
   '--jitter': 'jitter',
   '--window': 'windowMs',
+  '--op-timeout': 'operationTimeoutMs',
+  '--cooldown': 'cooldownMs',
+  '--late-pause': 'latePauseMs',
+  '--stall-rate': 'stallRate',
+  '--stall-keys': 'stallKeys',
+  '--stall-ttl': 'stallTtlMs',
+  '--stall-duration': 'stallDurationMs',
+  '--stall-warmup': 'stallWarmupMs',
+  '--stall-pause': 'stallPauseMs',
+  '--hotset-keys': 'hotsetKeys',
+  '--hotset-zipf': 'hotsetZipf',
+  '--hotset-rate': 'hotsetRate',
+  '--hotset-ttl': 'hotsetTtlMs',
+  '--hotset-backend': 'hotsetBackendMs',
+  '--hotset-duration': 'hotsetDurationMs',
+  '--hotset-warmup': 'hotsetWarmupMs',
+  '--hotset-probe-keys': 'hotsetProbeKeys',
+  '--hotset-hot-keys': 'hotsetHotKeys',
+  '--hotset-instances': 'hotsetInstances',
+  '--fanout-instances': 'fanoutInstances',
+  '--fanout-keys': 'fanoutKeys',
+  '--fanout-zipf': 'fanoutZipf',
+  '--fanout-rate': 'fanoutRate',
+  '--fanout-ttl': 'fanoutTtlMs',
+  '--fanout-backend': 'fanoutBackendMs',
+  '--fanout-duration': 'fanoutDurationMs',
+  '--fanout-warmup': 'fanoutWarmupMs',
+  '--warn-rate': 'warnRate',
+  '--warn-keys': 'warnKeys',
+  '--warn-ttl': 'warnTtlMs',
+  '--warn-fail': 'warnFailRate',
+  '--warn-duration': 'warnDurationMs',
 };
 const LIST_FLAGS: Record<string, keyof BenchOptions> = {
   '--concurrency': 'concurrency',
@@ -46,6 +95,11 @@ const LIST_FLAGS: Record<string, keyof BenchOptions> = {
 const PATTERN_FLAGS: Record<string, keyof BenchOptions> = {
   '--patterns': 'cliffPatterns',
   '--steady-patterns': 'steadyPatterns',
+  '--late-patterns': 'latePatterns',
+  '--stall-patterns': 'stallPatterns',
+  '--hotset-patterns': 'hotsetPatterns',
+  '--fanout-patterns': 'fanoutPatterns',
+  '--warn-patterns': 'warnPatterns',
 };
 
 function usage(message: string): never {
@@ -64,8 +118,21 @@ export function parseArgs(argv: string[]): { options: Partial<BenchOptions>; jso
     if (flag === '--json') json = value();
     else if (flag === '--scenario') {
       const s = value();
-      if (!['all', 'cliff', 'steady', 'snowstorm'].includes(s)) usage(`unknown scenario ${s}`);
-      options.scenario = s as Scenario;
+      const unknown = s.split(',').filter((x) => !SCENARIOS.includes(x.trim() as Scenario));
+      if (unknown.length)
+        usage(`unknown scenario(s) ${unknown.join(', ')}; known: ${SCENARIOS.join(', ')}`);
+      options.scenario = s;
+    } else if (flag === '--cpu-burn') {
+      // An optional count: `--cpu-burn`, `--cpu-burn 2`, `--cpu-burn=2`.
+      const next = inline ?? argv[i + 1];
+      if (next !== undefined && /^\d+$/.test(next)) {
+        options.cpuBurn = Number(next);
+        if (inline === undefined) i++;
+      } else options.cpuBurn = 1;
+    } else if (flag === '--stall-mode') {
+      const mode = value().toUpperCase();
+      if (mode !== 'ALL' && mode !== 'WRITE') usage('--stall-mode is ALL or WRITE');
+      options.stallMode = mode;
     } else if (flag in NUMBER_FLAGS) {
       const n = Number(value());
       if (!Number.isFinite(n) || n < 0) usage(`${flag} needs a number`);
@@ -83,7 +150,11 @@ export function parseArgs(argv: string[]): { options: Partial<BenchOptions>; jso
       options[PATTERN_FLAGS[flag]] = list;
     } else usage(`unknown option ${argv[i]}`);
   }
-  if (options.instances !== undefined && options.scenario === undefined) options.scenario = 'cliff';
+  if (options.instances !== undefined) {
+    if (options.scenario === undefined) options.scenario = 'cliff';
+    if (options.scenario === 'hotset' && options.hotsetInstances === undefined)
+      options.hotsetInstances = options.instances;
+  }
   return { options: options as Partial<BenchOptions>, json };
 }
 

@@ -1,28 +1,83 @@
 /*
  * The cache-stampede benchmark (issue 3): the article's cliff experiment plus steady (Poisson)
- * and snowstorm scenarios, against a real Redis, with @nest-redis-resilience/stampede. Entry point: main.ts.
+ * and snowstorm scenarios, against a real Redis, with @nest-redis-resilience/stampede; and the
+ * resilience scenarios of resilience.ts (late-lock, stall, hotset, fanout, warnings) on a private
+ * redis-server. Entry point: main.ts.
  */
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
-import { collectEnvInfo, EnvInfo, formatEnvInfo } from '../shared/env-info';
+import { collectEnvInfo, EnvInfo, formatEnvInfo, gitRevision } from '../shared/env-info';
 import { Column, quantile, renderTable } from '../shared/table';
 import {
   BenchApp,
   BenchConfig,
   diffCounters,
+  emptyCounters,
   lockKey,
-  PatternCounters,
   PatternName,
   valueKey,
 } from './bench-app';
+import { CpuBurn } from './cpu-burn';
 import { Instance, startInstances } from './instances';
+import { doubleRefreshes, drive, poissonArrivals } from './load';
+import {
+  fanout,
+  FanoutRow,
+  formatTarget,
+  hotset,
+  HotsetRow,
+  lateLock,
+  LateLockRow,
+  resilienceTargets,
+  ScenarioContext,
+  stall,
+  StallRow,
+  warnings,
+  WarningsRow,
+} from './resilience';
 
-export type Scenario = 'all' | 'cliff' | 'steady' | 'snowstorm';
+export { poissonArrivals } from './load';
+
+/** One scenario by name, or a group: `all` (issue 3's), `resilience` (resilience.ts's). */
+export type Scenario =
+  | 'all'
+  | 'resilience'
+  | 'cliff'
+  | 'steady'
+  | 'snowstorm'
+  | 'late-lock'
+  | 'stall'
+  | 'hotset'
+  | 'fanout'
+  | 'warnings';
+
+export const SCENARIO_GROUPS: Record<string, Scenario[]> = {
+  all: ['cliff', 'steady', 'snowstorm'],
+  resilience: ['late-lock', 'stall', 'hotset', 'fanout', 'warnings'],
+};
+export const SCENARIOS: Scenario[] = [
+  'all',
+  'resilience',
+  'cliff',
+  'steady',
+  'snowstorm',
+  'late-lock',
+  'stall',
+  'hotset',
+  'fanout',
+  'warnings',
+];
 
 export interface BenchOptions {
   redisUrl: string;
-  scenario: Scenario;
+  /** A scenario or group, or several, comma-separated (`steady,warnings`). */
+  scenario: Scenario | string;
+  /** Busy-loop processes beside the whole run (--cpu-burn [n]). */
+  cpuBurn: number;
+  /** The StampedeModule's operationTimeout and cooldown in every app (library defaults). */
+  operationTimeoutMs: number;
+  cooldownMs: number;
   // cliff (the article's settings)
   cliffPatterns: PatternName[];
   concurrency: number[];
@@ -50,10 +105,54 @@ export interface BenchOptions {
   snowTtlMs: number;
   jitter: number;
   windowMs: number;
+  // late-lock
+  latePatterns: PatternName[];
+  latePauseMs: number;
+  // stall
+  stallPatterns: PatternName[];
+  stallRate: number;
+  stallKeys: number;
+  stallTtlMs: number;
+  stallDurationMs: number;
+  stallWarmupMs: number;
+  stallPauseMs: number;
+  stallMode: 'ALL' | 'WRITE';
+  // hotset
+  hotsetPatterns: PatternName[];
+  hotsetKeys: number;
+  hotsetZipf: number;
+  hotsetRate: number;
+  hotsetTtlMs: number;
+  hotsetBackendMs: number;
+  hotsetDurationMs: number;
+  hotsetWarmupMs: number;
+  hotsetProbeKeys: number;
+  hotsetHotKeys: number;
+  hotsetInstances: number;
+  // fanout
+  fanoutPatterns: PatternName[];
+  fanoutInstances: number;
+  fanoutKeys: number;
+  fanoutZipf: number;
+  fanoutRate: number;
+  fanoutTtlMs: number;
+  fanoutBackendMs: number;
+  fanoutDurationMs: number;
+  fanoutWarmupMs: number;
+  // warnings
+  warnPatterns: PatternName[];
+  warnKeys: number;
+  warnRate: number;
+  warnTtlMs: number;
+  warnFailRate: number;
+  warnDurationMs: number;
 }
 
 export const DEFAULT_OPTIONS: Omit<BenchOptions, 'redisUrl'> = {
   scenario: 'all',
+  cpuBurn: 0,
+  operationTimeoutMs: 500,
+  cooldownMs: 1000,
   cliffPatterns: ['naive', 'singleflight', 'xfetch', 'distlock-poll', 'distlock', 'two-tier'],
   concurrency: [100, 500, 1000],
   rounds: 10,
@@ -76,7 +175,53 @@ export const DEFAULT_OPTIONS: Omit<BenchOptions, 'redisUrl'> = {
   snowTtlMs: 1000,
   jitter: 0.1,
   windowMs: 10,
+  latePatterns: ['singleflight', 'distlock', 'two-tier', 'two-tier-xfetch'],
+  latePauseMs: 1500,
+  stallPatterns: ['singleflight', 'two-tier', 'two-tier-xfetch'],
+  stallRate: 2000,
+  stallKeys: 100,
+  stallTtlMs: 1000,
+  stallDurationMs: 6000,
+  stallWarmupMs: 1000,
+  stallPauseMs: 2000,
+  stallMode: 'ALL',
+  hotsetPatterns: ['singleflight', 'two-tier', 'two-tier-xfetch'],
+  hotsetKeys: 10_000,
+  hotsetZipf: 1,
+  hotsetRate: 5000,
+  hotsetTtlMs: 2000,
+  hotsetBackendMs: 10,
+  hotsetDurationMs: 10_000,
+  hotsetWarmupMs: 2000,
+  hotsetProbeKeys: 1000,
+  hotsetHotKeys: 100,
+  hotsetInstances: 1,
+  fanoutPatterns: ['singleflight', 'two-tier', 'two-tier-xfetch'],
+  fanoutInstances: 3,
+  fanoutKeys: 1000,
+  fanoutZipf: 1,
+  fanoutRate: 3000,
+  fanoutTtlMs: 1000,
+  fanoutBackendMs: 100,
+  fanoutDurationMs: 10_000,
+  fanoutWarmupMs: 1000,
+  warnPatterns: ['singleflight', 'xfetch', 'two-tier-xfetch'],
+  warnKeys: 100,
+  warnRate: 2000,
+  warnTtlMs: 1000,
+  warnFailRate: 0.1,
+  warnDurationMs: 5000,
 };
+
+/** The scenarios a --scenario value names (groups expanded), in run order. */
+export function scenariosOf(value: string): Scenario[] {
+  const wanted = new Set<Scenario>();
+  for (const part of value.split(',')) {
+    const name = part.trim() as Scenario;
+    for (const s of SCENARIO_GROUPS[name] ?? [name]) wanted.add(s);
+  }
+  return SCENARIOS.filter((s) => wanted.has(s));
+}
 
 export interface CliffRow {
   pattern: PatternName;
@@ -111,6 +256,8 @@ export interface SteadyRow {
   /** Cross-check: requests slower than half the backend time. */
   slow_reqs: number;
   early_recomputes: number;
+  /** Loads of the key that started less than TTL / 2 after the previous one (one expiry, two loads). */
+  double_refreshes: number;
   p50: number;
   p99: number;
   p999: number;
@@ -139,18 +286,26 @@ export interface SnowRow {
 export interface Target {
   id: string;
   text: string;
-  met: boolean;
+  /** null: could not be measured with this library (printed N/A). */
+  met: boolean | null;
   measured: string;
 }
 
 export interface BenchReport {
   startedAt: string;
   env: EnvInfo;
+  /** Busy-loop processes that ran beside the benchmark (--cpu-burn). */
+  cpuBurn: number;
   options: Omit<BenchOptions, 'redisUrl'>;
   prefix: string;
   cliff: CliffRow[];
   steady: SteadyRow[];
   snowstorm: SnowRow[];
+  lateLock: LateLockRow[];
+  stall: StallRow[];
+  hotset: HotsetRow[];
+  fanout: FanoutRow[];
+  warnings: WarningsRow[];
   targets: Target[];
 }
 
@@ -183,35 +338,6 @@ function sortedCopy(values: number[]): Float64Array {
 
 function round2(n: number): number {
   return Math.round(n * 100) / 100;
-}
-
-/** Exponential inter-arrival times: a Poisson process of `rate` per second over `durationMs`. */
-export function poissonArrivals(rate: number, durationMs: number, random = Math.random): number[] {
-  const out: number[] = [];
-  let t = 0;
-  for (;;) {
-    t += (-Math.log(1 - random()) / rate) * 1000;
-    if (t >= durationMs) return out;
-    out.push(t);
-  }
-}
-
-/** Fires `fire(i)` at each arrival time (ms from now), checking the clock every millisecond. */
-async function drive(arrivals: number[], fire: (i: number) => Promise<void>): Promise<number> {
-  const pending: Promise<void>[] = [];
-  const start = performance.now();
-  await new Promise<void>((resolve) => {
-    let i = 0;
-    const tick = () => {
-      const now = performance.now() - start;
-      while (i < arrivals.length && arrivals[i] <= now) pending.push(fire(i++));
-      if (i < arrivals.length) setTimeout(tick, 1);
-      else resolve();
-    };
-    tick();
-  });
-  await Promise.all(pending);
-  return performance.now() - start;
 }
 
 /** Most timestamps in any window [t, t + windowMs), and where it starts. */
@@ -257,6 +383,7 @@ export class StampedeBench {
   async run(): Promise<BenchReport> {
     const o = this.opts;
     const { redisUrl: _url, ...options } = o;
+    const scenarios = scenariosOf(o.scenario);
     const report: BenchReport = {
       startedAt: new Date().toISOString(),
       env: await collectEnvInfo(this.control, o.redisUrl, [
@@ -265,31 +392,52 @@ export class StampedeBench {
         'ioredis',
         'typescript',
       ]),
+      cpuBurn: o.cpuBurn,
       options,
       prefix: this.prefix,
       cliff: [],
       steady: [],
       snowstorm: [],
+      lateLock: [],
+      stall: [],
+      hotset: [],
+      fanout: [],
+      warnings: [],
       targets: [],
     };
+    const burn = CpuBurn.start(o.cpuBurn);
     this.log(formatEnvInfo(report.env));
+    this.log(
+      `library at ${gitRevision(['libs/stampede'])}; scenarios ${scenarios.join(', ')}; ${burn.describe()}`,
+    );
     this.log(
       `key prefix ${this.prefix} (deleted at the end); INFO commandstats is server-wide: run on an otherwise idle Redis`,
     );
+    const ctx: ScenarioContext = {
+      opts: o,
+      log: this.log,
+      prefix: this.prefix,
+      config: (ttl, extra) => this.config(ttl, extra),
+    };
     try {
-      if (o.scenario === 'all' || o.scenario === 'cliff') {
+      if (scenarios.includes('cliff')) {
         const k = o.scenario === 'cliff' ? o.instances : 1;
         report.cliff.push(...(await this.cliff(k, o.concurrency)));
-        if (o.scenario === 'all' && o.multiInstances > 1) {
+        if (o.scenario !== 'cliff' && o.multiInstances > 1) {
           report.cliff.push(...(await this.cliff(o.multiInstances, o.multiConcurrency)));
         }
       }
-      if (o.scenario === 'all' || o.scenario === 'steady') report.steady = await this.steady();
-      if (o.scenario === 'all' || o.scenario === 'snowstorm')
-        report.snowstorm = await this.snowstorm();
+      if (scenarios.includes('steady')) report.steady = await this.steady();
+      if (scenarios.includes('snowstorm')) report.snowstorm = await this.snowstorm();
+      if (scenarios.includes('late-lock')) report.lateLock = await lateLock(ctx);
+      if (scenarios.includes('stall')) report.stall = await stall(ctx);
+      if (scenarios.includes('hotset')) report.hotset = await hotset(ctx);
+      if (scenarios.includes('fanout')) report.fanout = await fanout(ctx);
+      if (scenarios.includes('warnings')) report.warnings = await warnings(ctx);
       report.targets = evaluateTargets(report);
       if (report.targets.length) this.log(`\n${formatTargets(report.targets)}`);
     } finally {
+      await burn.stop();
       await this.cleanup();
     }
     return report;
@@ -338,13 +486,7 @@ export class StampedeBench {
     const share = (i: number) => Math.floor(conc / k) + (i < conc % k ? 1 : 0);
     const latencies: number[] = [];
     const perRound: number[] = [];
-    const total: PatternCounters = {
-      loads: 0,
-      misses: 0,
-      lockWaitMs: 0,
-      earlyRecomputes: 0,
-      storeErrors: 0,
-    };
+    const total = emptyCounters();
     let cmds = 0;
     let wallMs = 0;
     for (let r = 0; r < o.warmup + o.rounds; r++) {
@@ -399,13 +541,14 @@ export class StampedeBench {
       `\n## steady: Poisson arrivals ${o.rate}/s for ${o.durationMs} ms on one key, TTL ${o.steadyTtlMs} ms, ` +
         `backend ${o.backendMs} ms, beta ${o.beta} (key warmed before, not counted)`,
     );
-    const app = await BenchApp.create(this.config(o.steadyTtlMs));
+    const app = await BenchApp.create(this.config(o.steadyTtlMs, { recordLoads: true }));
     const rows: SteadyRow[] = [];
     try {
       for (const pattern of o.steadyPatterns) {
         const key = `steady:${pattern}`;
         const call = app.caller(pattern);
         await call(key); // warm: a steady state starts with a cached value
+        const firstLoad = app.backend.log.length;
         const arrivals = poissonArrivals(o.rate, o.durationMs);
         const latencies = new Array<number>(arrivals.length);
         const c0 = app.counters(pattern);
@@ -428,6 +571,10 @@ export class StampedeBench {
           blocking_pct: (100 * c.misses) / reqs,
           slow_reqs: latencies.filter((l) => l > o.backendMs / 2).length,
           early_recomputes: c.earlyRecomputes,
+          double_refreshes: doubleRefreshes(
+            app.backend.log.slice(firstLoad).map((r): [string, number] => [r.key, r.at]),
+            o.steadyTtlMs / 2,
+          ),
           p50: round2(quantile(sorted, 0.5)),
           p99: round2(quantile(sorted, 0.99)),
           p999: round2(quantile(sorted, 0.999)),
@@ -547,6 +694,7 @@ export const STEADY_COLUMNS: Column<SteadyRow>[] = [
   { header: 'blocking%', value: (r) => `${r.blocking_pct.toFixed(2)}%` },
   { header: 'slow>50%backend', value: (r) => r.slow_reqs },
   { header: 'early_recomputes', value: (r) => r.early_recomputes },
+  { header: 'double_refreshes', value: (r) => r.double_refreshes },
   { header: 'p50_ms', value: (r) => r.p50, digits: 2 },
   { header: 'p99_ms', value: (r) => r.p99, digits: 2 },
   { header: 'p999_ms', value: (r) => r.p999, digits: 2 },
@@ -656,11 +804,13 @@ export function evaluateTargets(report: BenchReport): Target[] {
     const un = report.steady.find((r) => r.pattern === 'xfetch-uncoalesced');
     targets.push({
       id: '3',
-      text: 'steady: xfetch blocking misses <= 0.5% and loader calls <= 1.5x singleflight',
-      met: xf.blocking_pct <= 0.5 && ratio <= 1.5,
+      text: 'steady: xfetch blocking misses <= 0.5%, loader calls <= 1.5x singleflight, 0 double refreshes',
+      met: xf.blocking_pct <= 0.5 && ratio <= 1.5 && xf.double_refreshes === 0,
       measured:
-        `blocking ${xf.blocking_pct.toFixed(2)}%, loader ${xf.db_calls} vs ${sfSteady.db_calls} = ${ratio.toFixed(2)}x` +
-        (un ? ` (uncoalesced ${(un.db_calls / sfSteady.db_calls).toFixed(2)}x)` : ''),
+        `blocking ${xf.blocking_pct.toFixed(2)}%, loader ${xf.db_calls} vs ${sfSteady.db_calls} = ${ratio.toFixed(2)}x, ` +
+        `double refreshes ${xf.double_refreshes}` +
+        (un ? ` (uncoalesced ${(un.db_calls / sfSteady.db_calls).toFixed(2)}x)` : '') +
+        (report.cpuBurn ? ` [--cpu-burn ${report.cpuBurn}]` : ''),
     });
   }
   if (report.snowstorm.length === 2) {
@@ -673,13 +823,14 @@ export function evaluateTargets(report: BenchReport): Target[] {
       measured: `${plain.max_window_calls} -> ${jittered.max_window_calls} (${(100 * cut).toFixed(0)}% less)`,
     });
   }
+  targets.push(...resilienceTargets(report));
   return targets;
 }
 
 export function formatTargets(targets: Target[]): string {
   return [
-    '## targets (issue 3, "What the library must reach")',
-    ...targets.map((t) => `${t.met ? 'MET    ' : 'NOT MET'} [${t.id}] ${t.text}: ${t.measured}`),
+    '## targets (issue 3, "What the library must reach"; resilience scenarios)',
+    ...targets.map(formatTarget),
   ].join('\n');
 }
 

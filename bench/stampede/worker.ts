@@ -1,11 +1,14 @@
 /*
  * One forked instance of the benchmark app (--instances K). Config comes in BENCH_CONFIG; the
- * parent sends { type: 'round', req } and gets { type: 'round', result }, or { type: 'exit' }.
+ * parent sends { type: 'round', req } and gets { type: 'round', result }, { type: 'load', job }
+ * and gets { type: 'load', result }, or { type: 'exit' }.
  */
 import { BenchApp, BenchConfig } from './bench-app';
 import { RoundRequest, runCliffRound } from './instances';
+import { LoadJob, runLoad } from './load';
 
-type Command = { type: 'round'; req: RoundRequest } | { type: 'exit' };
+type Command =
+  { type: 'round'; req: RoundRequest } | { type: 'load'; job: LoadJob } | { type: 'exit' };
 
 async function main(): Promise<void> {
   const cfg = JSON.parse(process.env.BENCH_CONFIG!) as BenchConfig;
@@ -15,8 +18,12 @@ async function main(): Promise<void> {
       void app.close().then(() => process.disconnect());
       return;
     }
-    runCliffRound(app, msg.req).then(
-      (result) => process.send!({ type: 'round', result }),
+    const work =
+      msg.type === 'load'
+        ? runLoad(app, msg.job).then((result) => ({ type: 'load', result }))
+        : runCliffRound(app, msg.req).then((result) => ({ type: 'round', result }));
+    work.then(
+      (reply) => process.send!(reply),
       (err: unknown) => process.send!({ type: 'error', error: String(err) }),
     );
   });

@@ -1,0 +1,221 @@
+/*
+ * Open-loop load on many keys, run the same way in the parent's own app and in forked instances
+ * (hotset, fanout, stall, warnings): Poisson arrivals with Zipf (or uniform) key popularity, or
+ * a sweep that calls every key once. Returns the library counters of the run, and per request
+ * its arrival time and latency, per load its key and start time (epoch ms, so that instances
+ * can be merged).
+ */
+import { performance } from 'node:perf_hooks';
+import { BackendError, BenchApp, diffCounters, PatternCounters, PatternName } from './bench-app';
+
+/** Exponential inter-arrival times: a Poisson process of `rate` per second over `durationMs`. */
+export function poissonArrivals(rate: number, durationMs: number, random = Math.random): number[] {
+  const out: number[] = [];
+  let t = 0;
+  for (;;) {
+    t += (-Math.log(1 - random()) / rate) * 1000;
+    if (t >= durationMs) return out;
+    out.push(t);
+  }
+}
+
+/** A timed action during a drive (local runs only: the stall scenario's CLIENT PAUSE). */
+export interface DriveEvent {
+  /** ms after the start of the drive. */
+  atMs: number;
+  run: () => void;
+}
+
+/** Fires `fire(i)` at each arrival time (ms from now), checking the clock every millisecond. */
+export async function drive(
+  arrivals: number[],
+  fire: (i: number) => Promise<void>,
+  events: DriveEvent[] = [],
+): Promise<number> {
+  const pending: Promise<void>[] = [];
+  const start = performance.now();
+  const todo = [...events].sort((a, b) => a.atMs - b.atMs);
+  await new Promise<void>((resolve) => {
+    let i = 0;
+    const tick = () => {
+      const now = performance.now() - start;
+      while (todo.length && todo[0].atMs <= now) todo.shift()!.run();
+      while (i < arrivals.length && arrivals[i] <= now) pending.push(fire(i++));
+      if (i < arrivals.length) setTimeout(tick, 1);
+      else resolve();
+    };
+    tick();
+  });
+  await Promise.all(pending);
+  return performance.now() - start;
+}
+
+/** Draws ranks 0..n-1 with probability proportional to 1 / (rank + 1)^s (s = 0: uniform). */
+export function zipfSampler(n: number, s: number, random = Math.random): () => number {
+  if (s === 0) return () => Math.floor(random() * n);
+  const cdf = new Float64Array(n);
+  let sum = 0;
+  for (let r = 0; r < n; r++) cdf[r] = sum += 1 / Math.pow(r + 1, s);
+  return () => {
+    const x = random() * sum;
+    let lo = 0;
+    let hi = n - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (cdf[mid] < x) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+}
+
+/** Expected share of requests for rank r under zipfSampler(n, s). */
+export function zipfShare(n: number, s: number, rank: number): number {
+  if (s === 0) return 1 / n;
+  let sum = 0;
+  for (let r = 0; r < n; r++) sum += 1 / Math.pow(r + 1, s);
+  return 1 / Math.pow(rank + 1, s) / sum;
+}
+
+export interface LoadJob {
+  pattern: PatternName;
+  /** Keys are `${keyPrefix}${rank}`, rank 0 the most popular. */
+  keyPrefix: string;
+  keys: number;
+  /** Zipf exponent of the key popularity; 0: uniform. */
+  zipf: number;
+  /** 'poisson': `rate` req/s for `durationMs`; 'sweep': every key once, `concurrency` at a time. */
+  mode: 'poisson' | 'sweep';
+  rate?: number;
+  durationMs?: number;
+  concurrency?: number;
+  /** Epoch ms at which to start (instances start together). */
+  startAt?: number;
+  /** Return every request's arrival and latency (else only counts). */
+  perRequest?: boolean;
+}
+
+export interface LoadResult {
+  reqs: number;
+  /** Epoch ms of the first arrival slot and wall time of the run (ms). */
+  startedAt: number;
+  wallMs: number;
+  counters: PatternCounters;
+  /** Per request (perRequest): arrival, epoch ms, and latency, ms. */
+  arrivals?: number[];
+  latencies?: number[];
+  /** Per loader call started during the run (cfg.recordLoads): key and epoch ms. */
+  loads: [string, number][];
+  /** Calls that rejected (a failing loader). */
+  callerErrors: number;
+  /** Ids of the BackendErrors that reached at least one caller. */
+  errorIdsSeen: number[];
+  /** Ids of the BackendErrors thrown during the run: first..last (inclusive), none if first > last. */
+  errorIds: [number, number];
+  /** Fill notifications the store received during the run; null when the library has no counter. */
+  notifications: number | null;
+}
+
+const epochNow = () => performance.timeOrigin + performance.now();
+
+/** Runs one job against `app`. `events` (local runs only) fire at their time in the drive. */
+export async function runLoad(
+  app: BenchApp,
+  job: LoadJob,
+  events: DriveEvent[] = [],
+): Promise<LoadResult> {
+  const call = app.caller(job.pattern);
+  const keyOf = (rank: number) => `${job.keyPrefix}${rank}`;
+  if (job.startAt !== undefined) {
+    const delay = job.startAt - Date.now();
+    if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
+  }
+  const c0 = app.counters(job.pattern);
+  const n0 = app.notificationsReceived();
+  const log0 = app.backend.log.length;
+  const fail0 = app.backend.failures;
+  const seen = new Set<number>();
+  let callerErrors = 0;
+  const startedAt = epochNow();
+  let reqs: number;
+  let wallMs: number;
+  let arrivals: number[] | undefined;
+  let latencies: number[] | undefined;
+  const onError = (err: unknown) => {
+    callerErrors++;
+    if (err instanceof BackendError) seen.add(err.id);
+  };
+  if (job.mode === 'sweep') {
+    reqs = job.keys;
+    const conc = Math.max(1, job.concurrency ?? 50);
+    let next = 0;
+    const t0 = performance.now();
+    await Promise.all(
+      Array.from({ length: Math.min(conc, reqs) }, async () => {
+        while (next < reqs) {
+          const rank = next++;
+          await call(keyOf(rank)).catch(onError);
+        }
+      }),
+    );
+    wallMs = performance.now() - t0;
+  } else {
+    const times = poissonArrivals(job.rate ?? 1000, job.durationMs ?? 1000);
+    const pick = zipfSampler(job.keys, job.zipf);
+    const ranks = times.map(() => pick());
+    reqs = times.length;
+    const lat = new Array<number>(reqs);
+    wallMs = await drive(
+      times,
+      (i) => {
+        const t0 = performance.now();
+        return call(keyOf(ranks[i])).then(
+          () => void (lat[i] = performance.now() - t0),
+          (err: unknown) => {
+            lat[i] = performance.now() - t0;
+            onError(err);
+          },
+        );
+      },
+      events,
+    );
+    if (job.perRequest) {
+      arrivals = times.map((t) => startedAt + t);
+      latencies = lat;
+    }
+  }
+  const n1 = app.notificationsReceived();
+  const base = performance.timeOrigin;
+  return {
+    reqs,
+    startedAt,
+    wallMs,
+    counters: diffCounters(app.counters(job.pattern), c0),
+    arrivals,
+    latencies,
+    loads: app.backend.log.slice(log0).map((r) => [r.key, base + r.at]),
+    callerErrors,
+    errorIdsSeen: [...seen],
+    errorIds: [fail0 + 1, app.backend.failures],
+    notifications: n0 === undefined || n1 === undefined ? null : n1 - n0,
+  };
+}
+
+/**
+ * Loads of one key that started less than `gapMs` after the previous load of that key: a key
+ * recomputed twice for one expiry. `loads` as in LoadResult, from any number of instances.
+ */
+export function doubleRefreshes(loads: [string, number][], gapMs: number): number {
+  const byKey = new Map<string, number[]>();
+  for (const [key, at] of loads) {
+    let list = byKey.get(key);
+    if (!list) byKey.set(key, (list = []));
+    list.push(at);
+  }
+  let doubles = 0;
+  for (const list of byKey.values()) {
+    list.sort((a, b) => a - b);
+    for (let i = 1; i < list.length; i++) if (list[i] - list[i - 1] < gapMs) doubles++;
+  }
+  return doubles;
+}
