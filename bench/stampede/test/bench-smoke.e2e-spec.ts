@@ -1,11 +1,15 @@
 /*
  * Smoke run of `npm run bench:stampede` (issue 3: the benchmark is not part of `npm test`, this
  * small run of it is). One measured round at concurrency 10, two forked instances, short steady
- * and snowstorm runs; asserts only structural facts that hold on a slow, busy machine.
+ * and snowstorm runs; then the resilience scenarios with tiny parameters (each on its own
+ * throwaway redis-server, as in the real run). Asserts only structural facts that hold on a
+ * slow, busy machine, never performance.
  */
 import { Redis } from 'ioredis';
 import { renderTable } from '../../shared/table';
-import { BenchReport, CLIFF_COLUMNS, runStampedeBench } from '../stampede-bench';
+import { CpuBurn } from '../cpu-burn';
+import { parseArgs } from '../main';
+import { BenchReport, CLIFF_COLUMNS, runStampedeBench, scenariosOf } from '../stampede-bench';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const ROUNDS = 1;
@@ -119,5 +123,178 @@ describe('bench:stampede smoke run', () => {
     } finally {
       await redis.quit();
     }
+  });
+});
+
+describe('bench:stampede smoke run of the resilience scenarios', () => {
+  let report: BenchReport;
+  const lines: string[] = [];
+
+  beforeAll(async () => {
+    report = await runStampedeBench(
+      {
+        redisUrl: REDIS_URL,
+        scenario: 'resilience',
+        backendMs: 20,
+        operationTimeoutMs: 100,
+        cooldownMs: 200,
+        latePatterns: ['singleflight', 'two-tier-xfetch'],
+        latePauseMs: 300,
+        stallPatterns: ['singleflight', 'two-tier'],
+        stallRate: 200,
+        stallKeys: 10,
+        stallTtlMs: 300,
+        stallDurationMs: 1200,
+        stallWarmupMs: 200,
+        stallPauseMs: 400,
+        hotsetPatterns: ['singleflight', 'two-tier'],
+        hotsetKeys: 200,
+        hotsetRate: 300,
+        hotsetTtlMs: 300,
+        hotsetBackendMs: 5,
+        hotsetDurationMs: 600,
+        hotsetWarmupMs: 200,
+        hotsetProbeKeys: 20,
+        hotsetHotKeys: 10,
+        fanoutPatterns: ['singleflight', 'two-tier'],
+        fanoutInstances: 2,
+        fanoutKeys: 50,
+        fanoutRate: 200,
+        fanoutTtlMs: 300,
+        fanoutBackendMs: 20,
+        fanoutDurationMs: 600,
+        fanoutWarmupMs: 200,
+        warnPatterns: ['singleflight', 'xfetch'],
+        warnKeys: 10,
+        warnRate: 200,
+        warnTtlMs: 300,
+        warnFailRate: 0.3,
+        warnDurationMs: 500,
+      },
+      (line) => lines.push(line),
+    );
+  }, 90_000);
+
+  it('prints a table per scenario, each with singleflight beside the library patterns', () => {
+    const out = lines.join('\n');
+    for (const title of ['## late-lock', '## stall', '## hotset', '## fanout', '## warnings'])
+      expect(out).toContain(title);
+    expect(out).toMatch(/private redis-server \d+\.\d+/);
+    expect(out).toContain('lock_left');
+    expect(out).toContain('loads/s_during');
+    expect(out).toContain('cmds/load');
+    expect(out).toContain('notifications_received');
+    expect(out).toContain('early_warning_lines');
+    expect(out).toMatch(/^command\s+singleflight\s+two-tier$/m); // commandstats breakdown
+    for (const section of [
+      report.lateLock,
+      report.stall,
+      report.hotset,
+      report.fanout,
+      report.warnings,
+    ])
+      expect(section.map((r) => r.pattern)).toContain('singleflight');
+  });
+
+  it('late-lock: a row per pattern, and the try-lock row of the XFetch + lock pattern', () => {
+    expect(report.lateLock.map((r) => `${r.pattern}/${r.path}`)).toEqual([
+      'singleflight/no lock',
+      'two-tier-xfetch/read-or-lock',
+      'two-tier-xfetch/try-lock',
+    ]);
+    for (const r of report.lateLock) {
+      expect(Number.isFinite(r.call1_ms)).toBe(true);
+      expect(Number.isFinite(r.call2_ms)).toBe(true);
+      expect([0, 1]).toContain(r.lock_left);
+    }
+  });
+
+  it('stall: backend calls per second around the pause and latencies of the paused requests', () => {
+    expect(report.stall.map((r) => r.pattern)).toEqual(['singleflight', 'two-tier']);
+    for (const r of report.stall) {
+      expect(r.mode).toBe('ALL');
+      expect(r.reqs).toBeGreaterThan(0);
+      expect(r.loads_per_s_before).toBeGreaterThanOrEqual(0);
+      expect(r.during_reqs).toBeLessThanOrEqual(r.reqs);
+    }
+  });
+
+  it('hotset: commands per request, per load, per hit, and the breakdown by command', () => {
+    expect(report.hotset.map((r) => r.pattern)).toEqual(['singleflight', 'two-tier']);
+    for (const r of report.hotset) {
+      expect(r.reqs).toBeGreaterThan(0);
+      expect(r.cmds).toBeGreaterThan(0);
+      expect(r.commands.get).toBeGreaterThan(0);
+      expect(Number.isFinite(r.cmds_per_req)).toBe(true);
+      expect(r.cmds_per_hit).toBeGreaterThan(0);
+      expect(r.cmds_per_cold_load).toBeGreaterThan(0);
+    }
+    expect(report.hotset[1].commands.evalsha).toBeGreaterThan(0);
+  });
+
+  it('fanout: a row per instance and one for the cluster', () => {
+    for (const pattern of ['singleflight', 'two-tier']) {
+      const rows = report.fanout.filter((r) => r.pattern === pattern);
+      expect(rows.map((r) => r.instance)).toEqual(['1', '2', 'all']);
+      const all = rows[2];
+      expect(all.reqs).toBe(rows[0].reqs + rows[1].reqs);
+      expect(all.loads).toBe(rows[0].loads + rows[1].loads);
+      for (const r of rows)
+        expect(r.notifications === null || typeof r.notifications === 'number').toBe(true);
+    }
+  });
+
+  it('warnings: counts failed loads and the library warning lines', () => {
+    expect(report.warnings.map((r) => r.pattern)).toEqual(['singleflight', 'xfetch']);
+    for (const r of report.warnings) {
+      expect(r.reqs).toBeGreaterThan(0);
+      expect(r.loader_errors).toBeLessThanOrEqual(r.loads);
+      expect(r.failed_early).toBeLessThanOrEqual(r.loader_errors);
+      expect(r.allowed_lines).toBe(1);
+    }
+    expect(report.warnings[0].warning_lines).toBe(0); // singleflight never recomputes early
+  });
+
+  it('checks a target for every resilience scenario', () => {
+    const ids = new Set(report.targets.map((t) => t.id));
+    for (const id of ['late-lock', 'stall', 'hotset', 'fanout', 'warnings'])
+      expect(ids).toContain(id);
+    expect(lines.join('\n')).toMatch(/^(MET|NOT MET|N\/A) +\[stall\]/m);
+  });
+});
+
+describe('bench:stampede options', () => {
+  it('expands scenario groups and lists', () => {
+    expect(scenariosOf('all')).toEqual(['cliff', 'steady', 'snowstorm']);
+    expect(scenariosOf('resilience')).toEqual([
+      'late-lock',
+      'stall',
+      'hotset',
+      'fanout',
+      'warnings',
+    ]);
+    expect(scenariosOf('warnings,steady')).toEqual(['steady', 'warnings']);
+  });
+
+  it('takes --cpu-burn with or without a count', () => {
+    expect(parseArgs(['--cpu-burn']).options.cpuBurn).toBe(1);
+    expect(parseArgs(['--cpu-burn', '3', '--scenario', 'steady']).options).toMatchObject({
+      cpuBurn: 3,
+      scenario: 'steady',
+    });
+    expect(parseArgs(['--cpu-burn=2']).options.cpuBurn).toBe(2);
+    expect(parseArgs(['--cpu-burn', '--scenario', 'steady']).options).toMatchObject({
+      cpuBurn: 1,
+      scenario: 'steady',
+    });
+  });
+
+  it('starts busy-loop processes and kills them', async () => {
+    const burn = CpuBurn.start(1);
+    const [pid] = burn.pids;
+    expect(pid).toBeGreaterThan(0);
+    expect(() => process.kill(pid, 0)).not.toThrow();
+    await burn.stop();
+    expect(() => process.kill(pid, 0)).toThrow();
   });
 });
