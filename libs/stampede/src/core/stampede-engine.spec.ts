@@ -81,6 +81,36 @@ describe('StampedeEngine (memory store, fake clock and random)', () => {
     });
   });
 
+  it('XFetch: the refresh moment does not depend on how often the key is read', async () => {
+    // A busy process coalesces reads: few of them reach the flow. With one read every 40 ms,
+    // a per-read draw (random 0.5 fires within 69 ms of expiry) would start the load too late
+    // for a 100 ms loader; the moment sampled per value (267 ms ahead) does not.
+    const policy = resolvePolicy({ ttl: 1000, xfetch: { beta: 1 } }, 60_000, 't');
+    for (const every of [1, 40]) {
+      const key = `sparse-${every}`;
+      let startedAt: number | undefined;
+      let loads = 0;
+      const loader = async () => {
+        if (startedAt === undefined && loads > 0) startedAt = clock.t;
+        loads++;
+        clock.t += 100;
+        return loads;
+      };
+      await engine.getOrLoad(key, loader, policy, key);
+      const expiresAt = clock.t + 1000;
+      while (startedAt === undefined && clock.t < expiresAt) {
+        clock.t += every;
+        await engine.getOrLoad(key, loader, policy, key);
+        await flush();
+      }
+      expect(startedAt).toBeDefined();
+      const lead = expiresAt - startedAt!;
+      expect(lead).toBeGreaterThan(266.9 - every);
+      expect(lead).toBeLessThanOrEqual(266.9);
+      expect(engine.metrics.snapshot()[key]).toMatchObject({ misses: 1, earlyRecomputes: 1 });
+    }
+  });
+
   it('a caller that misses while an early recomputation loads joins it instead of loading again', async () => {
     const policy = resolvePolicy({ ttl: 1000, xfetch: { beta: 1 } }, 60_000, 't');
     let loads = 0;
