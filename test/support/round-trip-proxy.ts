@@ -10,18 +10,19 @@ export class RoundTripProxy {
   turns = 0;
   private readonly sockets = new Set<Socket>();
 
-  private constructor(
-    private readonly server: Server,
-    readonly port: number,
-  ) {}
+  private readonly server: Server;
+  private port = 0;
+
+  private constructor(targetPort: number, targetHost: string) {
+    this.server = createServer((client) => this.relay(client, targetPort, targetHost));
+  }
 
   static async start(targetPort: number, targetHost = '127.0.0.1'): Promise<RoundTripProxy> {
-    let proxy!: RoundTripProxy;
-    const server = createServer((client) => proxy.relay(client, targetPort, targetHost));
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const address = server.address();
+    const proxy = new RoundTripProxy(targetPort, targetHost);
+    await new Promise<void>((resolve) => proxy.server.listen(0, '127.0.0.1', resolve));
+    const address = proxy.server.address();
     if (!address || typeof address === 'string') throw new Error('proxy has no port');
-    proxy = new RoundTripProxy(server, address.port);
+    proxy.port = address.port;
     return proxy;
   }
 

@@ -81,6 +81,8 @@ export class RedisStore implements StampedeStore {
   private readonly subscriptions = new Map<string, Subscription>();
   private received = 0;
   private downUntil = 0;
+  /** Gives up one call in flight (see call()). */
+  private readonly inFlight = new Set<(reason: string) => void>();
   private closed = false;
 
   constructor(connection: RedisConnection, options: RedisStoreOptions = {}) {
@@ -369,7 +371,9 @@ export class RedisStore implements StampedeStore {
 
   /**
    * Fails fast while Redis is known down, bounds every call by the operation timeout.
-   * `onAbandoned` gets the reply of a command that answered after its timeout.
+   * `onAbandoned` gets the reply of a command that answered after its timeout. The first call
+   * that times out gives up the other calls in flight too: they were sent to the same stalled
+   * server, and each waiting out its own timeout would hold its caller up to twice as long.
    */
   private async call<T>(op: () => Promise<T>, onAbandoned?: (late: T) => void): Promise<T> {
     if (this.closed) throw new StoreUnavailableError('the Redis store is closed');
@@ -379,10 +383,10 @@ export class RedisStore implements StampedeStore {
     if (this.clock.now() < this.downUntil) {
       throw new StoreUnavailableError('Redis timed out recently; skipping it for a moment');
     }
+    const call = this.withTimeout(op(), 'command', onAbandoned, true);
     try {
-      return await this.withTimeout(op(), 'command', onAbandoned);
+      return await call;
     } catch (err) {
-      if (err instanceof StoreUnavailableError) this.downUntil = this.clock.now() + this.cooldownMs;
       throw err instanceof StoreUnavailableError
         ? err
         : new StoreUnavailableError(messageOf(err), err);
@@ -393,16 +397,47 @@ export class RedisStore implements StampedeStore {
     promise: Promise<T>,
     what: string,
     onAbandoned?: (late: T) => void,
+    stallsOthers = false,
   ): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        if (onAbandoned) promise.then(onAbandoned, () => undefined);
-        reject(new StoreUnavailableError(`Redis ${what} took longer than ${this.timeoutMs} ms`));
-      }, this.timeoutMs);
-    });
     promise.catch(() => undefined); // a late rejection after the timeout is not unhandled
-    return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+    return new Promise<T>((resolve, reject) => {
+      let settled = false;
+      const abandon = (reason: string) => {
+        if (settled) return;
+        settled = true;
+        this.inFlight.delete(abandon);
+        clearTimeout(timer);
+        if (onAbandoned) promise.then(onAbandoned, () => undefined);
+        reject(new StoreUnavailableError(reason));
+      };
+      const timer = setTimeout(() => {
+        abandon(`Redis ${what} took longer than ${this.timeoutMs} ms`);
+        if (stallsOthers) this.stalled();
+      }, this.timeoutMs);
+      if (stallsOthers) this.inFlight.add(abandon);
+      const settle = () => {
+        if (settled) return false;
+        settled = true;
+        clearTimeout(timer);
+        this.inFlight.delete(abandon);
+        return true;
+      };
+      promise.then(
+        (value) => {
+          if (settle()) resolve(value);
+        },
+        (err: unknown) => {
+          if (settle()) reject(err);
+        },
+      );
+    });
+  }
+
+  /** Redis did not answer in time: skip it for the cool-down, and give up the calls waiting on it. */
+  private stalled(): void {
+    this.downUntil = this.clock.now() + this.cooldownMs;
+    for (const abandon of [...this.inFlight])
+      abandon('Redis stalled: a call before this one timed out');
   }
 
   private notify(key: string): void {
