@@ -4,6 +4,7 @@ import { Cluster } from 'ioredis';
 import {
   Cacheable,
   DistLock,
+  RedisStore,
   SingleFlight,
   StampedeModule,
   StampedeService,
@@ -52,12 +53,14 @@ describe('Redis Cluster client (a throwaway 3-node cluster)', () => {
     await cluster?.destroy();
   });
 
-  it('a value and its lock hash to one slot', async () => {
-    const [valueSlot, lockSlot] = await Promise.all([
+  it('a value, its lock and its fill channel hash to one slot', async () => {
+    const [valueSlot, lockSlot, channelSlot] = await Promise.all([
       clients[0].cluster('KEYSLOT', 'stampede:{product:1}'),
       clients[0].cluster('KEYSLOT', 'stampede:{product:1}:lock'),
+      clients[0].cluster('KEYSLOT', 'stampede:{product:1}:fill'),
     ]);
     expect(valueSlot).toBe(lockSlot);
+    expect(channelSlot).toBe(lockSlot);
   });
 
   it('two apps on their own Cluster clients: one load per key, keys spread over the nodes', async () => {
@@ -75,5 +78,14 @@ describe('Redis Cluster client (a throwaway 3-node cluster)', () => {
     expect(new Set(slots.map((s) => Math.floor(Number(s) / 5462))).size).toBeGreaterThan(1);
     const metrics = apps.map((a) => a.get(StampedeService).metrics()['ProductService.find']);
     expect(metrics.reduce((n, m) => n + m.storeErrors, 0)).toBe(0);
+    // The app that lost a lock race waited for the winner's fill, woken through sharded pub/sub
+    // on the key's shard (without it, a waiter sleeps until the 3 s lock would expire).
+    const waits = metrics.reduce((n, m) => n + m.lockWaits, 0);
+    expect(waits).toBeGreaterThan(0);
+    expect(metrics.reduce((n, m) => n + m.lockWaitMs, 0) / waits).toBeLessThan(1500);
+    for (const [i, app] of apps.entries()) {
+      const store = app.get(StampedeService).store as RedisStore;
+      expect(store.notificationsReceived).toBeLessThanOrEqual(metrics[i].lockWaits);
+    }
   });
 });

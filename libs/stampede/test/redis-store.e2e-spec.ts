@@ -24,13 +24,17 @@ describe('RedisStore lock and notification (inspects Redis keys)', () => {
 
   it('a lock is never released or extended by someone other than its holder', async () => {
     expect(await store.readOrLock('k1', 'token-a', 5000)).toEqual({ kind: 'locked' });
-    const busy = await other.readOrLock('k1', 'token-b', 5000);
+    // A first attempt only learns that the lock is held...
+    expect(await other.readOrLock('k1', 'token-b', 5000)).toEqual({ kind: 'busy', lockTtlMs: -1 });
+    // ...a waiting one marks it as waited for and learns how long it has left.
+    const busy = await other.readOrLock('k1', 'token-b', 5000, true);
     expect(busy.kind).toBe('busy');
     expect(busy.kind === 'busy' && busy.lockTtlMs).toBeGreaterThan(4000);
+    expect(await redis.get(`${prefix}{k1}:lock`)).toBe('token-a|w');
 
     expect(await other.unlock('k1', 'token-b')).toBe(false);
     expect(await other.extendLock('k1', 'token-b', 60_000)).toBe(false);
-    expect(await redis.get(`${prefix}{k1}:lock`)).toBe('token-a');
+    expect(await redis.get(`${prefix}{k1}:lock`)).toBe('token-a|w');
     expect(await redis.pttl(`${prefix}{k1}:lock`)).toBeLessThanOrEqual(5000);
 
     expect(await store.extendLock('k1', 'token-a', 60_000)).toBe(true);
@@ -39,14 +43,18 @@ describe('RedisStore lock and notification (inspects Redis keys)', () => {
     expect(await redis.exists(`${prefix}{k1}:lock`)).toBe(0);
   });
 
-  it('fill stores the value, releases the holder lock and wakes waiters of another store', async () => {
+  it('fill stores the value, releases the holder lock and wakes the waiters of another store', async () => {
     expect(await store.readOrLock('k2', 'token-a', 5000)).toEqual({ kind: 'locked' });
     const watch = other.watch('k2');
+    expect(await watch.ready).toBe(true);
+    expect((await other.readOrLock('k2', 'token-b', 5000, true)).kind).toBe('busy');
     let woken = false;
     void watch.done.then(() => (woken = true));
+    const before = other.notificationsReceived;
     await store.fill('k2', { v: { n: 1 }, d: 12, e: Date.now() + 1000 }, 1000, 'token-a');
-    for (let i = 0; i < 100 && !woken; i++) await new Promise((r) => setTimeout(r, 5));
+    for (let i = 0; i < 200 && !woken; i++) await new Promise((r) => setTimeout(r, 5));
     expect(woken).toBe(true);
+    expect(other.notificationsReceived).toBe(before + 1);
     watch.cancel();
     expect(await redis.exists(`${prefix}{k2}:lock`)).toBe(0);
     expect(await other.readOrLock('k2', 'token-b', 5000)).toMatchObject({
@@ -56,10 +64,44 @@ describe('RedisStore lock and notification (inspects Redis keys)', () => {
     expect(await redis.pttl(`${prefix}{k2}`)).toBeGreaterThan(900);
   });
 
-  it('a fill by a holder whose lock expired and was taken does not release the new holder lock', async () => {
+  it('a fill nobody waits for notifies nobody, even an instance watching that key', async () => {
+    const watch = other.watch('k5');
+    expect(await watch.ready).toBe(true);
+    const before = other.notificationsReceived;
+    expect(await store.readOrLock('k5', 'token-a', 5000)).toEqual({ kind: 'locked' });
+    await store.fill('k5', { v: 5, d: 1, e: Date.now() + 1000 }, 1000, 'token-a');
+    // A marked lock is notified: the notification arrives after the unmarked fill's would have.
+    expect(await store.readOrLock('k5b', 'token-a', 5000)).toEqual({ kind: 'locked' });
+    const marker = other.watch('k5b');
+    expect(await marker.ready).toBe(true);
+    expect((await other.readOrLock('k5b', 'token-b', 5000, true)).kind).toBe('busy');
+    await store.fill('k5b', { v: 5, d: 1, e: Date.now() + 1000 }, 1000, 'token-a');
+    await marker.done;
+    expect(other.notificationsReceived).toBe(before + 1);
+    watch.cancel();
+    marker.cancel();
+  });
+
+  it('a fill by a holder whose lock expired stores its value and leaves no lock behind', async () => {
     await redis.set(`${prefix}{k3}:lock`, 'token-new', 'PX', 5000);
     await store.fill('k3', { v: 1, d: 1, e: Date.now() + 1000 }, 1000, 'token-old');
-    expect(await redis.get(`${prefix}{k3}:lock`)).toBe('token-new');
+    // The fresh value answers every caller; no caller waits on a lock for it.
+    expect(await other.readOrLock('k3', 'token-c', 5000)).toMatchObject({
+      kind: 'hit',
+      envelope: { v: 1 },
+    });
+    expect(await redis.exists(`${prefix}{k3}:lock`)).toBe(0);
+  });
+
+  it('an early-recomputation lock is refused when the value was refreshed since it was read', async () => {
+    const read = { v: 'old', d: 10, e: Date.now() + 1000 };
+    await store.set('k6', read, 1000);
+    const refreshed = { v: 'new', d: 10, e: Date.now() + 2000 };
+    await other.set('k6', refreshed, 2000);
+    expect(await store.tryLock('k6', 'token-a', 5000, read)).toBe(false);
+    expect(await redis.exists(`${prefix}{k6}:lock`)).toBe(0);
+    expect(await store.tryLock('k6', 'token-a', 5000, refreshed)).toBe(true);
+    expect(await store.unlock('k6', 'token-a')).toBe(true);
   });
 
   it('a value that is not an envelope is a miss, and is replaced', async () => {

@@ -137,6 +137,24 @@ describe('a Redis stall: no lock is left for a caller that gave up (a redis-serv
     );
   });
 
+  it('the first timeout gives up every call waiting on the stalled Redis, not each after its own timeout', async () => {
+    await Promise.all(['X1', 'X2'].map((sym) => prices.rate(sym))); // warm (operationTimeout 200)
+    await delay(350);
+    await admin.call('CLIENT', 'PAUSE', '1500', 'ALL');
+    const first = Date.now();
+    const a = prices.rate('late-1').then(() => Date.now() - first);
+    await delay(150);
+    const second = Date.now();
+    const b = prices.rate('late-2').then(() => Date.now() - second);
+    // a waits out the 200 ms timeout, then loads (50 ms). b, sent 150 ms later, is given up
+    // with it: about 50 + 50 ms, not its own 200 ms timeout + 50 ms.
+    const [tookA, tookB] = await Promise.all([a, b]);
+    expect(tookA).toBeGreaterThanOrEqual(200);
+    expect(tookB).toBeLessThan(200);
+    await admin.ping(); // answers when the pause is over
+    await delay(350);
+  });
+
   it('a stall does not become a backend stampede: values held here are served, and each key loads at most once per TTL', async () => {
     const symbols = Array.from({ length: 20 }, (_, i) => `S${i}`);
     await Promise.all(symbols.map((sym) => prices.rate(sym))); // warm

@@ -1,5 +1,5 @@
 import { Clock, systemClock } from '../core/clock';
-import { decodeEnvelope, encodeEnvelope, Envelope } from '../core/envelope';
+import { decodeEnvelope, encodeEnvelope, Envelope, sameEnvelope } from '../core/envelope';
 import type { FillWatch, ReadOrLockResult, StampedeStore } from '../core/store';
 import { LocalLocks } from '../memory/local-locks';
 
@@ -46,7 +46,13 @@ export class CacheManagerStore implements StampedeStore {
     return { kind: 'busy', lockTtlMs: this.locks.remaining(key) ?? 0 };
   }
 
-  async tryLock(key: string, token: string, lockTtlMs: number): Promise<boolean> {
+  async tryLock(
+    key: string,
+    token: string,
+    lockTtlMs: number,
+    current?: Envelope,
+  ): Promise<boolean> {
+    if (current && !sameEnvelope(await this.get(key), current)) return false;
     return this.locks.tryLock(key, token, lockTtlMs);
   }
 

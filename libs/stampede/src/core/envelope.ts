@@ -26,3 +26,8 @@ export function decodeEnvelope<T = unknown>(
   }
   return undefined;
 }
+
+/** True when both describe the same stored entry (same write): expiry and load time match. */
+export function sameEnvelope(a: Envelope | undefined, b: Envelope): boolean {
+  return a !== undefined && a.e === b.e && a.d === b.d;
+}

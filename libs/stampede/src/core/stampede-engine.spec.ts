@@ -54,21 +54,21 @@ describe('StampedeEngine (memory store, fake clock and random)', () => {
           resolve(value);
         } else gate.push(() => resolve(value));
       });
+    // One moment per stored value: random 0.01 gives a lead of
+    // 100 * (ln 10 - ln(-ln 0.01)) = 77.5 ms before expiry.
+    random = 0.01;
     expect(await engine.getOrLoad('k', loader, policy, 'm')).toBe(1);
-    // 200 ms before expiry, random 0.5 does not fire (fires within 69 ms)...
+    // 200 ms before expiry: not due yet.
     clock.t += 800;
     expect(await engine.getOrLoad('k', loader, policy, 'm')).toBe(1);
     expect(loads).toBe(1);
-    // ...random close to 0 does: the caller still gets 1 at once, one recomputation starts.
-    // Draws are spaced by delta * beta / 10 = 10 ms: a firing random right away is not drawn.
-    random = 0.001;
+    // 70 ms before expiry: due. The caller still gets 1 at once, one recomputation starts.
+    clock.t += 130;
     expect(await engine.getOrLoad('k', loader, policy, 'm')).toBe(1);
-    expect(loads).toBe(1);
+    expect(loads).toBe(2);
     clock.t += 10;
     expect(await engine.getOrLoad('k', loader, policy, 'm')).toBe(1);
-    clock.t += 10;
-    expect(await engine.getOrLoad('k', loader, policy, 'm')).toBe(1);
-    expect(loads).toBe(2); // coalesced: the second firing draw did not start another
+    expect(loads).toBe(2); // coalesced: a second due read did not start another
     gate.shift()!();
     await flush();
     await flush();
@@ -77,8 +77,38 @@ describe('StampedeEngine (memory store, fake clock and random)', () => {
       earlyRecomputes: 1,
       staleServes: 2,
       misses: 1,
-      hits: 5,
+      hits: 4,
     });
+  });
+
+  it('XFetch: the refresh moment does not depend on how often the key is read', async () => {
+    // A busy process coalesces reads: few of them reach the flow. With one read every 40 ms,
+    // a per-read draw (random 0.5 fires within 69 ms of expiry) would start the load too late
+    // for a 100 ms loader; the moment sampled per value (267 ms ahead) does not.
+    const policy = resolvePolicy({ ttl: 1000, xfetch: { beta: 1 } }, 60_000, 't');
+    for (const every of [1, 40]) {
+      const key = `sparse-${every}`;
+      let startedAt: number | undefined;
+      let loads = 0;
+      const loader = async () => {
+        if (startedAt === undefined && loads > 0) startedAt = clock.t;
+        loads++;
+        clock.t += 100;
+        return loads;
+      };
+      await engine.getOrLoad(key, loader, policy, key);
+      const expiresAt = clock.t + 1000;
+      while (startedAt === undefined && clock.t < expiresAt) {
+        clock.t += every;
+        await engine.getOrLoad(key, loader, policy, key);
+        await flush();
+      }
+      expect(startedAt).toBeDefined();
+      const lead = expiresAt - startedAt!;
+      expect(lead).toBeGreaterThan(266.9 - every);
+      expect(lead).toBeLessThanOrEqual(266.9);
+      expect(engine.metrics.snapshot()[key]).toMatchObject({ misses: 1, earlyRecomputes: 1 });
+    }
   });
 
   it('a caller that misses while an early recomputation loads joins it instead of loading again', async () => {
@@ -142,14 +172,14 @@ describe('StampedeEngine (memory store, fake clock and random)', () => {
     const eager = new StampedeEngine({
       store,
       clock,
-      random: () => 1e-300, // every draw fires
+      random: () => 1 - 1e-12, // with beta 100: a lead of 200 ms * 100 * 29.9 = 598 s, due at once
       logger: { warn: (message) => warnings.push(message) },
     });
-    const policy = resolvePolicy({ ttl: 60_000, xfetch: { beta: 1 } }, 60_000, 't');
+    const policy = resolvePolicy({ ttl: 60_000, xfetch: { beta: 100 } }, 60_000, 't');
     let failing = false;
     const loader = async () => {
       if (failing) throw new Error('backend down');
-      clock.t += 200; // delta = 200 ms: a draw of 1e-300 fires 138 s ahead
+      clock.t += 200; // delta = 200 ms
       return 'v';
     };
     const round = async () => {

@@ -6,12 +6,9 @@ import { MethodMetrics, MetricsRegistry } from './metrics';
 import type { StampedePolicy } from './policy';
 import { LastKnownValues } from './last-known';
 import { SingleFlight } from './single-flight';
-import type { StampedeStore } from './store';
+import type { FillWatch, StampedeStore } from './store';
 import { sleep } from './timers';
-import { shouldRecomputeEarly } from './xfetch';
-
-const DRAWS_PER_DELTA = 10;
-const MAX_DRAW_KEYS = 10_000;
+import { EarlyRecomputeSchedule } from './xfetch';
 
 export interface EngineLogger {
   warn(message: string): void;
@@ -56,8 +53,8 @@ export class StampedeEngine {
   private readonly lastKnown = new LastKnownValues();
   /** Loads while the store is unreachable: one per key at a time, whatever the policy. */
   private readonly fallbackLoads = new SingleFlight<unknown>();
-  /** When each key last had an XFetch draw here (see mayDraw). */
-  private readonly lastDraw = new Map<string, number>();
+  /** When each key is due for early recomputation here (XFetch). */
+  private readonly schedule: EarlyRecomputeSchedule;
   private closed = false;
   private lastStoreWarning = 0;
   private lastRefreshWarning = 0;
@@ -69,6 +66,7 @@ export class StampedeEngine {
     this.clock = deps.clock ?? systemClock;
     this.random = deps.random ?? systemRandom;
     this.logger = deps.logger;
+    this.schedule = new EarlyRecomputeSchedule(this.random);
   }
 
   async getOrLoad<T>(
@@ -107,6 +105,7 @@ export class StampedeEngine {
     this.flights.forget(key);
     this.reads.forget(key);
     this.lastKnown.forget(key);
+    this.schedule.forget(key);
     await this.store.delete(key);
   }
 
@@ -161,60 +160,78 @@ export class StampedeEngine {
       if (waitStart !== undefined) m.lockWaitMs += this.clock.now() - waitStart;
       waitStart = undefined;
     };
-    for (;;) {
-      const watch = this.store.watch(key);
-      let step;
-      try {
-        step = await this.store.readOrLock<T>(key, token, lock.ttl);
-      } catch (err) {
-        watch.cancel();
-        endWait();
-        return (await this.withoutStore(key, err, loader, policy, m)).value;
-      }
-      if (step.kind === 'hit') {
-        watch.cancel();
-        endWait();
-        return step.envelope.v;
-      }
-      if (step.kind === 'locked') {
-        watch.cancel();
-        endWait();
-        return this.loadAndStore(key, loader, policy, m, token);
-      }
-      const now = this.clock.now();
-      if (waitStart === undefined) {
-        waitStart = now;
-        m.lockWaits++;
-      }
-      const remaining = deadline - now;
-      if (remaining <= 0) {
-        watch.cancel();
-        endWait();
-        m.lockTimeouts++;
-        this.logger?.warn(`waited ${lock.wait} ms for the lock of "${key}"; loading without it`);
-        return this.loadAndStore(key, loader, policy, m);
-      }
-      // Notified waiters sleep until the holder's lock would expire; polling is the fallback.
-      const lockLeft = step.lockTtlMs >= 0 ? step.lockTtlMs + lock.poll : lock.ttl;
-      const nap = sleep(Math.min(this.store.notificationsLive() ? lockLeft : lock.poll, remaining));
-      const notified = await Promise.race([
-        watch.done.then(() => true),
-        nap.done.then(() => false),
-      ]);
-      nap.cancel();
-      watch.cancel();
-      if (!notified) continue;
-      // Woken by a fill: the waiters of this process share one read of the new value.
-      try {
-        const envelope = await this.sharedRead<T>(key);
-        if (envelope) {
+    // A first attempt costs no subscription; a caller that must wait watches the key, then
+    // tries again as a registered waiter, so the holder's fill notifies it.
+    let watch: FillWatch | undefined;
+    let live = false;
+    const stopWatching = () => {
+      watch?.cancel();
+      watch = undefined;
+    };
+    try {
+      for (;;) {
+        let step;
+        try {
+          step = await this.store.readOrLock<T>(key, token, lock.ttl, watch !== undefined);
+        } catch (err) {
           endWait();
-          return envelope.v;
+          return (await this.withoutStore(key, err, loader, policy, m)).value;
         }
-      } catch (err) {
-        endWait();
-        return (await this.withoutStore(key, err, loader, policy, m)).value;
+        if (step.kind === 'hit') {
+          endWait();
+          return step.envelope.v;
+        }
+        if (step.kind === 'locked') {
+          endWait();
+          stopWatching();
+          return this.loadAndStore(key, loader, policy, m, token);
+        }
+        const now = this.clock.now();
+        if (waitStart === undefined) {
+          waitStart = now;
+          m.lockWaits++;
+        }
+        const remaining = deadline - now;
+        if (remaining <= 0) {
+          endWait();
+          stopWatching();
+          m.lockTimeouts++;
+          this.logger?.warn(`waited ${lock.wait} ms for the lock of "${key}"; loading without it`);
+          return this.loadAndStore(key, loader, policy, m);
+        }
+        if (!watch) {
+          watch = this.store.watch(key);
+          live = await watch.ready;
+          continue;
+        }
+        // Notified waiters sleep until the holder's lock would expire; polling is the fallback.
+        const lockLeft = step.lockTtlMs >= 0 ? step.lockTtlMs + lock.poll : lock.ttl;
+        const notifiable = live && this.store.notificationsLive();
+        const nap = sleep(Math.min(notifiable ? lockLeft : lock.poll, remaining));
+        const notified = await Promise.race([
+          watch.done.then(() => true),
+          nap.done.then(() => false),
+        ]);
+        nap.cancel();
+        // Re-arm before reading, so that a release seen as a miss below is not missed after it.
+        watch.cancel();
+        watch = this.store.watch(key);
+        live = await watch.ready;
+        if (!notified) continue;
+        // Woken by a fill: the waiters of this process share one read of the new value.
+        try {
+          const envelope = await this.sharedRead<T>(key);
+          if (envelope) {
+            endWait();
+            return envelope.v;
+          }
+        } catch (err) {
+          endWait();
+          return (await this.withoutStore(key, err, loader, policy, m)).value;
+        }
       }
+    } finally {
+      stopWatching();
     }
   }
 
@@ -253,6 +270,7 @@ export class StampedeEngine {
         const now = this.clock.now();
         const envelope = { v: value, d: now - started, e: now + ttl };
         if (this.store.distributed) this.lastKnown.remember(key, envelope);
+        this.schedule.stored(key, envelope.e);
         await this.store.fill(key, envelope, ttl, token);
       } else if (token) {
         await this.store.unlock(key, token);
@@ -338,8 +356,7 @@ export class StampedeEngine {
   ): void {
     if (!policy.xfetch || this.closed || this.refreshing.has(key)) return;
     const now = this.clock.now();
-    if (!this.mayDraw(key, envelope.d * policy.xfetch.beta, now)) return;
-    if (!shouldRecomputeEarly(now, envelope.d, policy.xfetch.beta, envelope.e, this.random)) return;
+    if (now < this.schedule.due(key, envelope, policy.xfetch.beta)) return;
     this.refreshing.add(key);
     const task = (async () => {
       let token: string | undefined;
@@ -347,7 +364,7 @@ export class StampedeEngine {
       try {
         if (policy.lock) {
           token = randomUUID();
-          if (!(await this.store.tryLock(key, token, policy.lock.ttl))) {
+          if (!(await this.store.tryLock(key, token, policy.lock.ttl, envelope))) {
             // Another instance recomputes: stay quiet here until the current value expires.
             release = false;
             const quiet = sleep(Math.min(Math.max(0, envelope.e - now), policy.lock.ttl));
@@ -371,24 +388,6 @@ export class StampedeEngine {
     })();
     this.background.add(task);
     void task.finally(() => this.background.delete(task));
-  }
-
-  /**
-   * At most DRAWS_PER_DELTA XFetch draws per `delta * beta` ms per key here. The paper's rule
-   * fires earlier the more requests there are (the lead grows as delta * beta * ln(rate * delta * beta)),
-   * so heavy traffic would reload far more often than the TTL asks. Capping the draw rate keeps
-   * the lead near delta * beta * (ln 10 + 0.58), about 2.9 * delta * beta, whatever the traffic.
-   * The chance that no draw fires before the last `delta` ms is then exp(-10 / e), about 2.5 %
-   * of expiries with beta 1 (0.2 % with beta 2); callers that miss then join the running load.
-   */
-  private mayDraw(key: string, deltaBeta: number, now: number): boolean {
-    const spacing = deltaBeta / DRAWS_PER_DELTA;
-    if (spacing <= 0) return true;
-    const last = this.lastDraw.get(key);
-    if (last !== undefined && now - last < spacing) return false;
-    if (this.lastDraw.size >= MAX_DRAW_KEYS) this.lastDraw.clear();
-    this.lastDraw.set(key, now);
-    return true;
   }
 
   private autoExtend(key: string, token: string, ttl: number): NodeJS.Timeout {

@@ -9,6 +9,8 @@ export type ReadOrLockResult<T = unknown> =
 
 /** A registration for the next fill or release of one key's lock. */
 export interface FillWatch {
+  /** Resolves once notifications reach this watch (a distributed store subscribes first); false if they cannot. */
+  readonly ready: Promise<boolean>;
   /** Resolves when the key is filled or its lock released, by this or another instance. */
   readonly done: Promise<void>;
   /** Stops listening; always call it. */
@@ -30,10 +32,22 @@ export interface StampedeStore {
   set(key: string, envelope: Envelope, ttlMs: number): Promise<void>;
   delete(key: string): Promise<void>;
 
-  /** Atomically: the cached value if present, else the lock (`SET NX PX` with `token`), else the lock's remaining TTL. */
-  readOrLock<T>(key: string, token: string, lockTtlMs: number): Promise<ReadOrLockResult<T>>;
-  /** Takes the lock if free, without reading the value (early recomputation). */
-  tryLock(key: string, token: string, lockTtlMs: number): Promise<boolean>;
+  /**
+   * The cached value if present, else the lock (`SET NX PX` with `token`), else the lock's
+   * remaining TTL (-1 when not known). With `waiting` (the caller holds a ready watch on the key),
+   * the caller is also registered as a waiter, so the holder's fill or release notifies it.
+   */
+  readOrLock<T>(
+    key: string,
+    token: string,
+    lockTtlMs: number,
+    waiting?: boolean,
+  ): Promise<ReadOrLockResult<T>>;
+  /**
+   * Takes the lock if free (early recomputation). With `current`, only while the stored value is
+   * still that envelope: a value refreshed meanwhile by another caller is not recomputed again.
+   */
+  tryLock(key: string, token: string, lockTtlMs: number, current?: Envelope): Promise<boolean>;
   /** Resets the lock's TTL if `token` still holds it. */
   extendLock(key: string, token: string, lockTtlMs: number): Promise<boolean>;
   /** Deletes the lock if `token` still holds it, and wakes waiters. */
@@ -41,7 +55,7 @@ export interface StampedeStore {
   /** Stores the value; with `token`, also releases that lock and wakes waiters, in one step. */
   fill(key: string, envelope: Envelope, ttlMs: number, token?: string): Promise<void>;
 
-  /** Listens for the next fill or release of `key`'s lock. Register before reading, to miss nothing. */
+  /** Listens for the next fill or release of `key`'s lock. Wait for `ready`, then read, to miss nothing. */
   watch(key: string): FillWatch;
   /** False while notifications cannot be received (subscriber down): waiters then poll. */
   notificationsLive(): boolean;

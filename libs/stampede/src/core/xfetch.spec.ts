@@ -1,4 +1,4 @@
-import { shouldRecomputeEarly } from './xfetch';
+import { earlyRecomputeLead, EarlyRecomputeSchedule, shouldRecomputeEarly } from './xfetch';
 
 describe('shouldRecomputeEarly (XFetch draw)', () => {
   const expiresAt = 10_000;
@@ -33,5 +33,49 @@ describe('shouldRecomputeEarly (XFetch draw)', () => {
       }
       expect(fired / n).toBeCloseTo(Math.exp(-t / delta), 2);
     }
+  });
+});
+
+describe('earlyRecomputeLead (one sampled moment per stored value)', () => {
+  it('is the first of 10 draws per delta * beta: P(lead < x) = exp(-10 * exp(-x / (delta * beta)))', () => {
+    const n = 10_000;
+    for (const [delta, beta] of [
+      [100, 1],
+      [50, 2],
+    ]) {
+      const leads = Array.from({ length: n }, (_, i) =>
+        earlyRecomputeLead(delta, beta, () => (i + 0.5) / n),
+      );
+      for (const x of [100, 200, 300, 500]) {
+        const below = leads.filter((lead) => lead < x).length / n;
+        expect(below).toBeCloseTo(Math.exp(-10 * Math.exp(-x / (delta * beta))), 2);
+      }
+    }
+  });
+
+  it('grows with delta and beta, and a random of 0 never recomputes before expiry', () => {
+    expect(earlyRecomputeLead(200, 1, () => 0.5)).toBeCloseTo(
+      2 * earlyRecomputeLead(100, 1, () => 0.5),
+    );
+    expect(earlyRecomputeLead(100, 2, () => 0.5)).toBeCloseTo(
+      2 * earlyRecomputeLead(100, 1, () => 0.5),
+    );
+    expect(earlyRecomputeLead(100, 1, () => 0)).toBeLessThan(0);
+  });
+});
+
+describe('EarlyRecomputeSchedule', () => {
+  it('samples once per stored value, and never recomputes a value older than one stored here', () => {
+    let r = 0.5;
+    const schedule = new EarlyRecomputeSchedule(() => r);
+    const first = { d: 100, e: 10_000 };
+    const due = schedule.due('k', first, 1);
+    expect(due).toBeCloseTo(10_000 - earlyRecomputeLead(100, 1, () => 0.5));
+    r = 0.01;
+    expect(schedule.due('k', first, 1)).toBe(due); // same value: same moment
+    schedule.stored('k', 11_000);
+    expect(schedule.due('k', first, 1)).toBe(Infinity); // read before the refresh landed
+    const next = { d: 100, e: 11_000 };
+    expect(schedule.due('k', next, 1)).toBeCloseTo(11_000 - earlyRecomputeLead(100, 1, () => 0.01));
   });
 });

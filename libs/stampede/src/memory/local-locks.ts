@@ -55,6 +55,7 @@ export class LocalLocks {
     }
     set.add(wake);
     return {
+      ready: Promise.resolve(true),
       done,
       cancel: () => {
         const current = this.watchers.get(key);

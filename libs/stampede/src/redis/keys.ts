@@ -1,7 +1,7 @@
 /**
- * Key names in one place. The logical key sits in a `{hash tag}`, so a value and its lock hash
- * to the same Cluster slot (Redis hashes only the text between the first `{` and the next `}`,
- * and both names share that prefix).
+ * Key names in one place. The logical key sits in a `{hash tag}`, so a value, its lock and its
+ * fill channel hash to the same Cluster slot (Redis hashes only the text between the first `{`
+ * and the next `}`, and all three names share that prefix).
  */
 export class StampedeKeys {
   constructor(readonly prefix: string) {}
@@ -14,8 +14,14 @@ export class StampedeKeys {
     return `${this.prefix}{${key}}:lock`;
   }
 
-  /** One pub/sub channel per prefix carries every fill notification; the message is the logical key. */
-  get channel(): string {
-    return `${this.prefix}__fills`;
+  /** One channel per key: only the instances waiting for that key subscribe to it. */
+  channel(key: string): string {
+    return `${this.prefix}{${key}}:fill`;
+  }
+
+  /** The logical key of a fill channel, or undefined for a channel that is not one. */
+  keyOfChannel(channel: string): string | undefined {
+    if (!channel.startsWith(this.prefix) || !channel.endsWith('}:fill')) return undefined;
+    return channel.slice(this.prefix.length + 1, -'}:fill'.length);
   }
 }

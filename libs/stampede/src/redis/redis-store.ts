@@ -1,10 +1,10 @@
-import { Cluster, Redis, RedisOptions } from 'ioredis';
+import { ChainableCommander, Cluster, Redis, RedisOptions } from 'ioredis';
 import { Clock, systemClock } from '../core/clock';
-import { decodeEnvelope, encodeEnvelope, Envelope } from '../core/envelope';
+import { decodeEnvelope, encodeEnvelope, Envelope, sameEnvelope } from '../core/envelope';
 import { StoreUnavailableError } from '../core/errors';
 import type { FillWatch, ReadOrLockResult, StampedeStore } from '../core/store';
 import { StampedeKeys } from './keys';
-import { EXTEND_LOCK, FILL_AND_UNLOCK, READ_OR_LOCK, SCRIPTS, UNLOCK } from './scripts';
+import { EXTEND_LOCK, READ_OR_WAIT, SCRIPTS, UNLOCK, WAITING } from './scripts';
 
 export type RedisConnection = string | RedisOptions | Redis | Cluster;
 
@@ -32,9 +32,39 @@ export function isRedisClient(value: unknown): value is Client {
   return value instanceof Redis || value instanceof Cluster;
 }
 
+/** The connection's publish/subscribe verbs: sharded pub/sub on a Cluster keeps a key's notifications on its shard. */
+interface PubSubVerbs {
+  publish: 'publish' | 'spublish';
+  subscribe: 'subscribe' | 'ssubscribe';
+  unsubscribe: 'unsubscribe' | 'sunsubscribe';
+  message: 'message' | 'smessage';
+}
+
+const PLAIN_PUBSUB: PubSubVerbs = {
+  publish: 'publish',
+  subscribe: 'subscribe',
+  unsubscribe: 'unsubscribe',
+  message: 'message',
+};
+const SHARDED_PUBSUB: PubSubVerbs = {
+  publish: 'spublish',
+  subscribe: 'ssubscribe',
+  unsubscribe: 'sunsubscribe',
+  message: 'smessage',
+};
+
+/** The instances of one process that wait for one key, and that key's channel subscription. */
+interface Subscription {
+  wakes: Set<() => void>;
+  /** True once subscribed; false if the subscription could not be made in time. */
+  ready: Promise<boolean>;
+  dropTimer?: NodeJS.Immediate;
+}
+
 /**
- * The distributed store: envelopes in Redis, locks by `SET NX PX` with a random token and Lua
- * compare-and-act, fill notifications over one pub/sub connection per store.
+ * The distributed store: envelopes in Redis, locks by `SET NX PX` with a random token, and fill
+ * notifications on one channel per key, which only the instances waiting for that key subscribe
+ * to (sharded pub/sub on a Cluster). A fill publishes only when the lock says someone waits.
  * Clients passed in by the app are used but not closed; clients it creates are closed by close().
  */
 export class RedisStore implements StampedeStore {
@@ -43,12 +73,16 @@ export class RedisStore implements StampedeStore {
   readonly keys: StampedeKeys;
   readonly client: Client;
   private readonly subscriber: Client;
+  private readonly pubsub: PubSubVerbs;
   private readonly ownsClient: boolean;
   private readonly timeoutMs: number;
   private readonly cooldownMs: number;
   private readonly clock: Clock;
-  private readonly watchers = new Map<string, Set<() => void>>();
+  private readonly subscriptions = new Map<string, Subscription>();
+  private received = 0;
   private downUntil = 0;
+  /** Gives up one call in flight (see call()). */
+  private readonly inFlight = new Set<(reason: string) => void>();
   private closed = false;
 
   constructor(connection: RedisConnection, options: RedisStoreOptions = {}) {
@@ -76,15 +110,27 @@ export class RedisStore implements StampedeStore {
         });
       }
     }
-    this.subscriber =
-      this.client instanceof Cluster ? this.client.duplicate() : this.client.duplicate();
+    if (this.client instanceof Cluster) {
+      this.pubsub = SHARDED_PUBSUB;
+      this.subscriber = this.client.duplicate(undefined, { shardedSubscribers: true });
+    } else {
+      this.pubsub = PLAIN_PUBSUB;
+      this.subscriber = this.client.duplicate();
+    }
     this.subscriber.on('error', () => undefined);
-    this.subscriber.on('message', (channel: string, key: string) => {
-      if (channel === this.keys.channel) this.notify(key);
+    this.subscriber.on(this.pubsub.message, (channel: string) => {
+      const key = this.keys.keyOfChannel(channel);
+      if (key === undefined) return;
+      this.received++;
+      this.notify(key);
     });
     // A lost subscription would strand waiters until their lock expires: wake them so they poll.
     this.subscriber.on('close', () => this.notifyAll());
-    this.subscriber.subscribe(this.keys.channel).catch(() => undefined);
+  }
+
+  /** Fill notifications this store has received: about one per wait of this process, whatever the other instances fill. */
+  get notificationsReceived(): number {
+    return this.received;
   }
 
   /** Resolves once both connections are ready, or after `timeoutMs` (then calls fall back to the loader until Redis answers). */
@@ -119,17 +165,48 @@ export class RedisStore implements StampedeStore {
     await this.call(() => this.client.del(this.keys.value(key)));
   }
 
-  async readOrLock<T>(key: string, token: string, lockTtlMs: number): Promise<ReadOrLockResult<T>> {
+  /**
+   * A first attempt is one round trip of two commands: `SET lock NX PX` and GET of the value
+   * (a fill may have landed since the caller's read). A waiting attempt runs READ_OR_WAIT,
+   * which also marks the lock as waited for.
+   */
+  async readOrLock<T>(
+    key: string,
+    token: string,
+    lockTtlMs: number,
+    waiting = false,
+  ): Promise<ReadOrLockResult<T>> {
+    if (waiting) return this.readOrWait(key, token, lockTtlMs);
+    const [locked, raw] = await this.call(
+      () => this.lockAndRead(key, token, lockTtlMs),
+      ([lateLocked]) => {
+        if (lateLocked) this.releaseQuietly(key, token);
+      },
+    );
+    const envelope = decodeEnvelope<T>(raw);
+    if (envelope) {
+      if (locked) this.releaseQuietly(key, token);
+      return { kind: 'hit', envelope };
+    }
+    // A corrupt value is a miss: the holder's fill overwrites it.
+    return locked ? { kind: 'locked' } : { kind: 'busy', lockTtlMs: -1 };
+  }
+
+  private async readOrWait<T>(
+    key: string,
+    token: string,
+    lockTtlMs: number,
+  ): Promise<ReadOrLockResult<T>> {
     const reply = (await this.call(
       () =>
-        (this.client as ScriptClient)[READ_OR_LOCK.name](
+        (this.client as ScriptClient)[READ_OR_WAIT.name](
           this.keys.value(key),
           this.keys.lock(key),
           token,
           lockTtlMs,
         ),
       (late) => {
-        if ((late as [number])[0] === 2) this.releaseAbandoned(key, token);
+        if ((late as [number])[0] === 2) this.releaseQuietly(key, token);
       },
     )) as [number, (string | number)?];
     if (reply[0] === 1) {
@@ -137,34 +214,56 @@ export class RedisStore implements StampedeStore {
       if (envelope) return { kind: 'hit', envelope };
       // A corrupt value: drop it and compete for the lock as on a miss.
       await this.delete(key);
-      return this.readOrLock(key, token, lockTtlMs);
+      return this.readOrWait(key, token, lockTtlMs);
     }
     if (reply[0] === 2) return { kind: 'locked' };
     return { kind: 'busy', lockTtlMs: Number(reply[1]) };
   }
 
-  async tryLock(key: string, token: string, lockTtlMs: number): Promise<boolean> {
-    const reply = await this.call(
-      () => this.client.set(this.keys.lock(key), token, 'PX', lockTtlMs, 'NX'),
-      (late) => {
-        if (late === 'OK') this.releaseAbandoned(key, token);
+  async tryLock(
+    key: string,
+    token: string,
+    lockTtlMs: number,
+    current?: Envelope,
+  ): Promise<boolean> {
+    const [locked, raw] = await this.call(
+      () => this.lockAndRead(key, token, lockTtlMs),
+      ([lateLocked]) => {
+        if (lateLocked) this.releaseQuietly(key, token);
       },
     );
-    return reply === 'OK';
+    if (locked && current && !sameEnvelope(decodeEnvelope(raw), current)) {
+      // Refreshed by someone else since the caller read it: this expiry is already dealt with.
+      this.releaseQuietly(key, token);
+      return false;
+    }
+    return locked;
+  }
+
+  private async lockAndRead(
+    key: string,
+    token: string,
+    lockTtlMs: number,
+  ): Promise<[boolean, string | null]> {
+    const [set, raw] = await replies(
+      this.client
+        .pipeline()
+        .set(this.keys.lock(key), token, 'PX', lockTtlMs, 'NX')
+        .get(this.keys.value(key)),
+    );
+    return [set === 'OK', (raw as string | null) ?? null];
   }
 
   /**
-   * A lock attempt that timed out is not cancelled: when Redis catches up, it may still take the
-   * lock for a caller that has gone (and answered from its loader). Release it at once, so that
-   * nobody waits on a lock whose owner gave up. Sent on the raw client, past the cool-down: the
-   * connection just answered.
+   * Releases a lock this caller took but does not need: a lock attempt that answered after its
+   * timeout (the caller has gone and answered from its loader), or one that found the value
+   * filled meanwhile. Nobody must wait on a lock whose owner gave up. Sent on the raw client,
+   * past the cool-down: the connection just answered.
    */
-  private releaseAbandoned(key: string, token: string): void {
+  private releaseQuietly(key: string, token: string): void {
     if (this.closed) return;
     const unlock = (this.client as ScriptClient)[UNLOCK.name];
-    unlock
-      .call(this.client, this.keys.lock(key), token, this.keys.channel, key)
-      .catch(() => undefined);
+    unlock.call(this.client, ...this.unlockArgs(key, token)).catch(() => undefined);
   }
 
   async extendLock(key: string, token: string, lockTtlMs: number): Promise<boolean> {
@@ -172,41 +271,56 @@ export class RedisStore implements StampedeStore {
   }
 
   async unlock(key: string, token: string): Promise<boolean> {
-    return (
-      (await this.script(UNLOCK.name, this.keys.lock(key), token, this.keys.channel, key)) === 1
-    );
+    return (await this.script(UNLOCK.name, ...this.unlockArgs(key, token))) === 1;
   }
 
+  private unlockArgs(key: string, token: string): string[] {
+    return [this.keys.lock(key), token, this.pubsub.publish, this.keys.channel(key), key];
+  }
+
+  /**
+   * With `token`: one round trip of SET and GETDEL of the lock, then a PUBLISH only if the lock
+   * was marked as waited for. GETDEL releases the lock whoever holds it: a late holder's fill
+   * stores a fresh value, so callers are served and no lock is left waiting for a fill.
+   */
   async fill(key: string, envelope: Envelope, ttlMs: number, token?: string): Promise<void> {
     if (!token) return this.set(key, envelope, ttlMs);
-    await this.script(
-      FILL_AND_UNLOCK.name,
-      this.keys.value(key),
-      this.keys.lock(key),
-      encodeEnvelope(envelope),
-      ttlMs,
-      token,
-      this.keys.channel,
-      key,
+    const [, holder] = await this.call(() =>
+      replies(
+        this.client
+          .pipeline()
+          .set(this.keys.value(key), encodeEnvelope(envelope), 'PX', ttlMs)
+          .getdel(this.keys.lock(key)),
+      ),
     );
+    if (typeof holder === 'string' && holder.endsWith(WAITING)) {
+      await this.call(() => this.client[this.pubsub.publish](this.keys.channel(key), key));
+    }
   }
 
   watch(key: string): FillWatch {
+    let sub = this.subscriptions.get(key);
+    if (!sub) {
+      sub = { wakes: new Set(), ready: this.subscribe(key) };
+      this.subscriptions.set(key, sub);
+    } else if (sub.dropTimer) {
+      clearImmediate(sub.dropTimer);
+      sub.dropTimer = undefined;
+    }
     let wake!: () => void;
     const done = new Promise<void>((resolve) => (wake = resolve));
-    let set = this.watchers.get(key);
-    if (!set) {
-      set = new Set();
-      this.watchers.set(key, set);
-    }
-    set.add(wake);
+    sub.wakes.add(wake);
+    const owner = sub;
     return {
+      ready: sub.ready,
       done,
       cancel: () => {
-        const current = this.watchers.get(key);
-        current?.delete(wake);
-        if (current?.size === 0) this.watchers.delete(key);
         wake();
+        owner.wakes.delete(wake);
+        if (owner.wakes.size === 0 && !owner.dropTimer) {
+          // Unsubscribe a moment later: a waiter that goes on waiting re-watches at once.
+          owner.dropTimer = setImmediate(() => this.drop(key, owner));
+        }
       },
     };
   }
@@ -224,8 +338,31 @@ export class RedisStore implements StampedeStore {
     if (this.closed) return;
     this.closed = true;
     this.notifyAll();
+    for (const sub of this.subscriptions.values()) if (sub.dropTimer) clearImmediate(sub.dropTimer);
+    this.subscriptions.clear();
     await quit(this.subscriber);
     if (this.ownsClient) await quit(this.client);
+  }
+
+  private async subscribe(key: string): Promise<boolean> {
+    if (this.closed || this.subscriber.status !== 'ready') return false;
+    try {
+      await this.withTimeout(
+        this.subscriber[this.pubsub.subscribe](this.keys.channel(key)),
+        'SUBSCRIBE',
+      );
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  private drop(key: string, sub: Subscription): void {
+    sub.dropTimer = undefined;
+    if (sub.wakes.size > 0 || this.subscriptions.get(key) !== sub) return;
+    this.subscriptions.delete(key);
+    if (this.closed || this.subscriber.status !== 'ready') return;
+    this.subscriber[this.pubsub.unsubscribe](this.keys.channel(key)).catch(() => undefined);
   }
 
   private script(name: string, ...args: (string | number)[]): Promise<unknown> {
@@ -234,7 +371,9 @@ export class RedisStore implements StampedeStore {
 
   /**
    * Fails fast while Redis is known down, bounds every call by the operation timeout.
-   * `onAbandoned` gets the reply of a command that answered after its timeout.
+   * `onAbandoned` gets the reply of a command that answered after its timeout. The first call
+   * that times out gives up the other calls in flight too: they were sent to the same stalled
+   * server, and each waiting out its own timeout would hold its caller up to twice as long.
    */
   private async call<T>(op: () => Promise<T>, onAbandoned?: (late: T) => void): Promise<T> {
     if (this.closed) throw new StoreUnavailableError('the Redis store is closed');
@@ -244,10 +383,10 @@ export class RedisStore implements StampedeStore {
     if (this.clock.now() < this.downUntil) {
       throw new StoreUnavailableError('Redis timed out recently; skipping it for a moment');
     }
+    const call = this.withTimeout(op(), 'command', onAbandoned, true);
     try {
-      return await this.withTimeout(op(), 'command', onAbandoned);
+      return await call;
     } catch (err) {
-      if (err instanceof StoreUnavailableError) this.downUntil = this.clock.now() + this.cooldownMs;
       throw err instanceof StoreUnavailableError
         ? err
         : new StoreUnavailableError(messageOf(err), err);
@@ -258,28 +397,65 @@ export class RedisStore implements StampedeStore {
     promise: Promise<T>,
     what: string,
     onAbandoned?: (late: T) => void,
+    stallsOthers = false,
   ): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        if (onAbandoned) promise.then(onAbandoned, () => undefined);
-        reject(new StoreUnavailableError(`Redis ${what} took longer than ${this.timeoutMs} ms`));
-      }, this.timeoutMs);
-    });
     promise.catch(() => undefined); // a late rejection after the timeout is not unhandled
-    return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+    return new Promise<T>((resolve, reject) => {
+      let settled = false;
+      const abandon = (reason: string) => {
+        if (settled) return;
+        settled = true;
+        this.inFlight.delete(abandon);
+        clearTimeout(timer);
+        if (onAbandoned) promise.then(onAbandoned, () => undefined);
+        reject(new StoreUnavailableError(reason));
+      };
+      const timer = setTimeout(() => {
+        abandon(`Redis ${what} took longer than ${this.timeoutMs} ms`);
+        if (stallsOthers) this.stalled();
+      }, this.timeoutMs);
+      if (stallsOthers) this.inFlight.add(abandon);
+      const settle = () => {
+        if (settled) return false;
+        settled = true;
+        clearTimeout(timer);
+        this.inFlight.delete(abandon);
+        return true;
+      };
+      promise.then(
+        (value) => {
+          if (settle()) resolve(value);
+        },
+        (err: unknown) => {
+          if (settle()) reject(err);
+        },
+      );
+    });
+  }
+
+  /** Redis did not answer in time: skip it for the cool-down, and give up the calls waiting on it. */
+  private stalled(): void {
+    this.downUntil = this.clock.now() + this.cooldownMs;
+    for (const abandon of [...this.inFlight])
+      abandon('Redis stalled: a call before this one timed out');
   }
 
   private notify(key: string): void {
-    const set = this.watchers.get(key);
-    if (!set) return;
-    this.watchers.delete(key);
-    for (const wake of set) wake();
+    const sub = this.subscriptions.get(key);
+    if (sub) for (const wake of sub.wakes) wake();
   }
 
   private notifyAll(): void {
-    for (const key of [...this.watchers.keys()]) this.notify(key);
+    for (const key of [...this.subscriptions.keys()]) this.notify(key);
   }
+}
+
+/** Runs a pipeline (one round trip) and returns its replies, or throws its first error. */
+async function replies(pipeline: ChainableCommander): Promise<unknown[]> {
+  const results = (await pipeline.exec()) ?? [];
+  const failed = results.find(([err]) => err);
+  if (failed) throw failed[0];
+  return results.map(([, reply]) => reply);
 }
 
 function messageOf(err: unknown): string {
