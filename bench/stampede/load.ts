@@ -84,11 +84,15 @@ export interface LoadJob {
   keys: number;
   /** Zipf exponent of the key popularity; 0: uniform. */
   zipf: number;
-  /** 'poisson': `rate` req/s for `durationMs`; 'sweep': every key once, `concurrency` at a time. */
+  /**
+   * 'poisson': `rate` req/s for `durationMs`; 'sweep': every key once, `concurrency` at a time,
+   * or, with `spreadMs`, key i at i * spreadMs / keys (expiries spread over a TTL, not together).
+   */
   mode: 'poisson' | 'sweep';
   rate?: number;
   durationMs?: number;
   concurrency?: number;
+  spreadMs?: number;
   /** Epoch ms at which to start (instances start together). */
   startAt?: number;
   /** Return every request's arrival and latency (else only counts). */
@@ -145,7 +149,11 @@ export async function runLoad(
     callerErrors++;
     if (err instanceof BackendError) seen.add(err.id);
   };
-  if (job.mode === 'sweep') {
+  if (job.mode === 'sweep' && job.spreadMs) {
+    reqs = job.keys;
+    const times = Array.from({ length: reqs }, (_, i) => (i * job.spreadMs!) / reqs);
+    wallMs = await drive(times, (i) => call(keyOf(i)).then(() => undefined, onError), events);
+  } else if (job.mode === 'sweep') {
     reqs = job.keys;
     const conc = Math.max(1, job.concurrency ?? 50);
     let next = 0;

@@ -223,7 +223,7 @@ export async function stall(ctx: ScenarioContext): Promise<StallRow[]> {
   const pauseAt = Math.max(0, (o.stallDurationMs - o.stallPauseMs) / 2);
   ctx.log(
     `\n## stall: ${redis.describe()}; Poisson ${o.stallRate} req/s over ${o.stallKeys} keys (uniform), TTL ${o.stallTtlMs} ms, ` +
-      `backend ${o.backendMs} ms, ${o.stallDurationMs} ms measured after ${o.stallWarmupMs} ms of warm-up; ` +
+      `backend ${o.backendMs} ms, ${o.stallDurationMs} ms measured after a warm-up (keys loaded one by one over a TTL, then ${o.stallWarmupMs} ms of traffic); ` +
       `CLIENT PAUSE ${o.stallPauseMs} ${o.stallMode} at ${pauseAt} ms; operationTimeout ${o.operationTimeoutMs} ms, cooldown ${o.cooldownMs} ms`,
   );
   const app = await BenchApp.create(
@@ -246,7 +246,10 @@ export async function stall(ctx: ScenarioContext): Promise<StallRow[]> {
         rate: o.stallRate,
         durationMs: o.stallWarmupMs,
       };
-      await runLoad(app, job); // warm-up: every key cached and on its TTL cycle
+      // Warm-up: the keys loaded one after the other over one TTL (so they do not all expire
+      // together), then the traffic itself.
+      await runLoad(app, { ...job, mode: 'sweep', spreadMs: o.stallTtlMs });
+      await runLoad(app, job);
       let pauseStart = Infinity;
       const res = await runLoad(app, { ...job, durationMs: o.stallDurationMs, perRequest: true }, [
         {
