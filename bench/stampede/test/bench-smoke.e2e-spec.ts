@@ -144,16 +144,16 @@ describe('bench:stampede smoke run of the resilience scenarios', () => {
         stallRate: 200,
         stallKeys: 10,
         stallTtlMs: 300,
-        stallDurationMs: 1200,
-        stallWarmupMs: 200,
-        stallPauseMs: 400,
+        stallDurationMs: 900,
+        stallWarmupMs: 100,
+        stallPauseMs: 300,
         hotsetPatterns: ['singleflight', 'two-tier'],
         hotsetKeys: 200,
         hotsetRate: 300,
         hotsetTtlMs: 300,
         hotsetBackendMs: 5,
-        hotsetDurationMs: 600,
-        hotsetWarmupMs: 200,
+        hotsetDurationMs: 400,
+        hotsetWarmupMs: 100,
         hotsetProbeKeys: 20,
         hotsetHotKeys: 10,
         fanoutPatterns: ['singleflight', 'two-tier'],
@@ -162,8 +162,8 @@ describe('bench:stampede smoke run of the resilience scenarios', () => {
         fanoutRate: 200,
         fanoutTtlMs: 300,
         fanoutBackendMs: 20,
-        fanoutDurationMs: 600,
-        fanoutWarmupMs: 200,
+        fanoutDurationMs: 400,
+        fanoutWarmupMs: 100,
         warnPatterns: ['singleflight', 'xfetch'],
         warnKeys: 10,
         warnRate: 200,
@@ -225,11 +225,11 @@ describe('bench:stampede smoke run of the resilience scenarios', () => {
       expect(r.reqs).toBeGreaterThan(0);
       expect(r.cmds).toBeGreaterThan(0);
       expect(r.commands.get).toBeGreaterThan(0);
+      expect(r.commands.set).toBeGreaterThan(0);
       expect(Number.isFinite(r.cmds_per_req)).toBe(true);
       expect(r.cmds_per_hit).toBeGreaterThan(0);
       expect(r.cmds_per_cold_load).toBeGreaterThan(0);
     }
-    expect(report.hotset[1].commands.evalsha).toBeGreaterThan(0);
   });
 
   it('fanout: a row per instance and one for the cluster', () => {
