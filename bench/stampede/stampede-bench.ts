@@ -7,6 +7,8 @@
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
 import { collectEnvInfo, EnvInfo, formatEnvInfo, gitRevision } from '../shared/env-info';
 import { Column, quantile, renderTable } from '../shared/table';
 import {
@@ -294,6 +296,8 @@ export interface Target {
 export interface BenchReport {
   startedAt: string;
   env: EnvInfo;
+  /** libraryRevision(): the commit of libs/stampede measured. */
+  library: string;
   /** Busy-loop processes that ran beside the benchmark (--cpu-burn). */
   cpuBurn: number;
   options: Omit<BenchOptions, 'redisUrl'>;
@@ -310,6 +314,20 @@ export interface BenchReport {
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The library measured: the last commit that changed libs/stampede (the commit of main it came
+ * from when merged), the checkout's HEAD, and whether libs/stampede has uncommitted changes.
+ */
+export function libraryRevision(): string {
+  const root = join(__dirname, '..', '..');
+  const r = spawnSync('git', ['-C', root, 'log', '-1', '--format=%h', '--', 'libs/stampede'], {
+    encoding: 'utf8',
+    timeout: 10_000,
+  });
+  const lib = r.status === 0 ? r.stdout.trim() : 'unknown';
+  return `libs/stampede at ${lib} (checkout ${gitRevision(['libs/stampede'])})`;
+}
 
 /** Sum of `calls` over every command in `INFO commandstats`, and the INFO calls among them. */
 async function commandCalls(redis: Redis): Promise<{ total: number; info: number }> {
@@ -392,6 +410,7 @@ export class StampedeBench {
         'ioredis',
         'typescript',
       ]),
+      library: libraryRevision(),
       cpuBurn: o.cpuBurn,
       options,
       prefix: this.prefix,
@@ -407,9 +426,7 @@ export class StampedeBench {
     };
     const burn = CpuBurn.start(o.cpuBurn);
     this.log(formatEnvInfo(report.env));
-    this.log(
-      `library at ${gitRevision(['libs/stampede'])}; scenarios ${scenarios.join(', ')}; ${burn.describe()}`,
-    );
+    this.log(`${report.library}; scenarios ${scenarios.join(', ')}; ${burn.describe()}`);
     this.log(
       `key prefix ${this.prefix} (deleted at the end); INFO commandstats is server-wide: run on an otherwise idle Redis`,
     );
