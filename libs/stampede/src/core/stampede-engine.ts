@@ -349,6 +349,7 @@ export class StampedeEngine {
         if (step.kind === 'hit') {
           if (!(await this.usable(call, step.envelope))) continue;
           endWait();
+          this.hold(call, step.envelope);
           return step.envelope.v;
         }
         if (step.kind === 'locked') {
@@ -393,6 +394,7 @@ export class StampedeEngine {
           const envelope = await this.usable(call, await this.sharedRead<T>(key));
           if (envelope) {
             endWait();
+            this.hold(call, envelope);
             return envelope.v;
           }
         } catch (err) {
