@@ -424,7 +424,9 @@ export class StampedeEngine {
       token && policy.lock?.autoExtend ? this.autoExtend(key, token, policy.lock.ttl) : undefined;
     const started = this.clock.now();
     const controller = new AbortController();
-    const stored = this.load(call.loader, m, controller)
+    const loaded = this.load(call.loader, m, controller);
+    // The value is stored even when the callers gave up on it (hard timeout).
+    const stored = loaded
       .then(
         async (value) => {
           await this.storeValue(call, value, started, token);
@@ -438,7 +440,8 @@ export class StampedeEngine {
       .finally(() => {
         if (extender) clearInterval(extender);
       });
-    return this.withHardTimeout(stored, call, controller);
+    stored.catch(() => undefined); // observed below, unless the hard timeout came first
+    return this.withHardTimeout(loaded, call, controller).then(() => stored);
   }
 
   private async storeValue<T>(
