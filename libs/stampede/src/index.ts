@@ -7,8 +7,12 @@ export { STAMPEDE_STORE } from './nest/stampede.constants';
 export { STAMPEDE_MODULE_OPTIONS } from './nest/stampede.module-definition';
 
 export type { Duration } from './core/duration';
+export { currentLoadSignal } from './core/stampede-engine';
+export type { Loader } from './core/stampede-engine';
+export type { StampedeSerializer } from './core/envelope';
 export type {
   PolicyOptions,
+  TimeoutOptions,
   LockOptions,
   XFetchOptions,
   JitterOptions,
@@ -16,11 +20,12 @@ export type {
 } from './core/policy';
 export type { MethodMetrics } from './core/metrics';
 export type { Envelope } from './core/envelope';
-export type { StampedeStore, ReadOrLockResult, FillWatch } from './core/store';
+export type { StampedeStore, ReadOrLockResult, FillWatch, InvalidationMessage } from './core/store';
 export {
   StampedeError,
   StampedeConfigError,
   StampedeKeyError,
+  StampedeTimeoutError,
   StoreUnavailableError,
 } from './core/errors';
 

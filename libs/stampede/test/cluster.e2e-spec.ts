@@ -26,6 +26,17 @@ class ProductService {
     await delay(50);
     return `product-${id}`;
   }
+
+  @Cacheable({
+    key: (id: number) => `offer:${id}`,
+    ttl: 30_000,
+    tags: (id: number) => [`shop:${id % 2}`],
+  })
+  @DistLock({ ttl: 3000, poll: 5 })
+  async offer(id: number): Promise<string> {
+    loads.set(`o${id}`, (loads.get(`o${id}`) ?? 0) + 1);
+    return `offer-${id}`;
+  }
 }
 
 describe('Redis Cluster client (a throwaway 3-node cluster)', () => {
@@ -87,5 +98,17 @@ describe('Redis Cluster client (a throwaway 3-node cluster)', () => {
       const store = app.get(StampedeService).store as RedisStore;
       expect(store.notificationsReceived).toBeLessThanOrEqual(metrics[i].lockWaits);
     }
+  });
+
+  it('invalidating a tag drops its keys on every app; tag versions live on their own slots', async () => {
+    const ids = Array.from({ length: 10 }, (_, i) => i);
+    const services = apps.map((app) => app.get(ProductService));
+    for (const id of ids) for (const s of services) await s.offer(id);
+    for (const id of ids) expect(loads.get(`o${id}`)).toBe(1);
+
+    await apps[0].get(StampedeService).invalidateTags(['shop:1']);
+    await delay(100); // the other app learns the new version from the broadcast
+    for (const id of ids) for (const s of [...services].reverse()) await s.offer(id);
+    for (const id of ids) expect(loads.get(`o${id}`)).toBe(id % 2 === 1 ? 2 : 1);
   });
 });

@@ -14,7 +14,10 @@ const STAMPEDE_COUNTERS: Record<keyof MethodMetrics, [string, string]> = {
   lockWaitMs: ['lock_wait_ms_total', 'Milliseconds spent waiting for locks'],
   lockTimeouts: ['lock_timeouts_total', 'Lock waits that gave up and loaded without the lock'],
   earlyRecomputes: ['early_recomputes_total', 'XFetch recomputations before expiry'],
+  l1Hits: ['l1_hits_total', 'Calls answered from the in-process tier'],
   staleServes: ['stale_serves_total', 'Calls served while an early recomputation ran'],
+  failSafes: ['fail_safes_total', 'Failed refreshes within grace: the stale value was kept'],
+  timeouts: ['timeouts_total', 'Loads past their hard timeout'],
   errors: ['errors_total', 'Loader errors'],
   storeErrors: ['store_errors_total', 'Cache operations that failed (Redis down or slow)'],
 };

@@ -1,5 +1,5 @@
 import { Clock, systemClock } from '../core/clock';
-import { decodeEnvelope, encodeEnvelope, Envelope, sameEnvelope } from '../core/envelope';
+import { defaultCodec, Envelope, EnvelopeCodec, sameEnvelope } from '../core/envelope';
 import type { FillWatch, ReadOrLockResult, StampedeStore } from '../core/store';
 import { LocalLocks } from '../memory/local-locks';
 
@@ -23,16 +23,17 @@ export class CacheManagerStore implements StampedeStore {
   constructor(
     private readonly cache: CacheManagerLike,
     clock: Clock = systemClock,
+    private readonly codec: EnvelopeCodec = defaultCodec,
   ) {
     this.locks = new LocalLocks(clock);
   }
 
   async get<T>(key: string): Promise<Envelope<T> | undefined> {
-    return decodeEnvelope<T>(await this.cache.get<string>(key));
+    return this.codec.decode<T>(await this.cache.get<string>(key));
   }
 
   async set(key: string, envelope: Envelope, ttlMs: number): Promise<void> {
-    await this.cache.set(key, encodeEnvelope(envelope), ttlMs);
+    await this.cache.set(key, this.codec.encode(envelope), ttlMs);
   }
 
   async delete(key: string): Promise<void> {

@@ -3,28 +3,62 @@ export interface Envelope<T = unknown> {
   v: T;
   /** Load time of the value in ms (XFetch's delta). */
   d: number;
-  /** Expiry as epoch ms, as seen by the writer. */
+  /** Expiry as epoch ms, as seen by the writer; with grace, the value is kept (stale) past it. */
   e: number;
+  /** Versions of the value's tags when its load started (see tag-versions.ts). */
+  t?: Record<string, number>;
 }
 
+/** Turns values into text and back. The default is JSON; pass one that round-trips Date, Map, BigInt... */
+export interface StampedeSerializer {
+  serialize(value: unknown): string;
+  deserialize(text: string): unknown;
+}
+
+export const jsonSerializer: StampedeSerializer = {
+  serialize: (value) => JSON.stringify(value),
+  deserialize: (text) => JSON.parse(text) as unknown,
+};
+
+/** Encodes envelopes with a serializer; a foreign or corrupt text decodes to undefined (a miss). */
+export class EnvelopeCodec {
+  constructor(private readonly serializer: StampedeSerializer = jsonSerializer) {}
+
+  encode(envelope: Envelope): string {
+    return this.serializer.serialize(envelope);
+  }
+
+  decode<T = unknown>(raw: string | null | undefined): Envelope<T> | undefined {
+    if (raw === null || raw === undefined) return undefined;
+    let parsed: Envelope<T>;
+    try {
+      parsed = this.serializer.deserialize(raw) as Envelope<T>;
+    } catch {
+      return undefined; // not ours: treated as a miss and overwritten by the next load
+    }
+    if (!parsed || typeof parsed !== 'object' || !('v' in parsed) || typeof parsed.e !== 'number')
+      return undefined;
+    const envelope: Envelope<T> = {
+      v: parsed.v,
+      d: typeof parsed.d === 'number' ? parsed.d : 0,
+      e: parsed.e,
+    };
+    if (parsed.t && typeof parsed.t === 'object') envelope.t = parsed.t;
+    return envelope;
+  }
+}
+
+export const defaultCodec = new EnvelopeCodec();
+
 export function encodeEnvelope(envelope: Envelope): string {
-  return JSON.stringify(envelope);
+  return defaultCodec.encode(envelope);
 }
 
 /** Returns undefined for anything that is not an envelope (a foreign or corrupt value is a miss). */
 export function decodeEnvelope<T = unknown>(
   raw: string | null | undefined,
 ): Envelope<T> | undefined {
-  if (raw === null || raw === undefined) return undefined;
-  try {
-    const parsed = JSON.parse(raw) as Envelope<T>;
-    if (parsed && typeof parsed === 'object' && 'v' in parsed && typeof parsed.e === 'number') {
-      return { v: parsed.v, d: typeof parsed.d === 'number' ? parsed.d : 0, e: parsed.e };
-    }
-  } catch {
-    // not JSON: treated as a miss and overwritten by the next load
-  }
-  return undefined;
+  return defaultCodec.decode<T>(raw);
 }
 
 /** True when both describe the same stored entry (same write): expiry and load time match. */

@@ -30,3 +30,10 @@ export class StampedeKeyError extends StampedeError {
     super('STAMPEDE_KEY', message);
   }
 }
+
+/** A load ran past its hard timeout; it may still finish and fill the cache. */
+export class StampedeTimeoutError extends StampedeError {
+  constructor(message: string) {
+    super('STAMPEDE_TIMEOUT', message);
+  }
+}

@@ -20,11 +20,11 @@ export class LastKnownValues {
     }
   }
 
-  /** The value of `key` if it has not expired at `now`. */
-  fresh<T>(key: string, now: number): Envelope<T> | undefined {
+  /** The value of `key` if it has not expired at `now` (or is stale by less than `grace` ms). */
+  fresh<T>(key: string, now: number, grace = 0): Envelope<T> | undefined {
     const envelope = this.entries.get(key);
     if (!envelope) return undefined;
-    if (envelope.e > now) return envelope as Envelope<T>;
+    if (envelope.e + grace > now) return envelope as Envelope<T>;
     this.entries.delete(key);
     return undefined;
   }

@@ -18,8 +18,14 @@ export interface MethodMetrics {
   lockTimeouts: number;
   /** XFetch recomputations started before expiry. */
   earlyRecomputes: number;
-  /** Calls served the current value while an early recomputation ran. */
+  /** Calls answered from the in-process tier (L1), without a store round trip; part of `hits`. */
+  l1Hits: number;
+  /** Calls served the current value while an early recomputation ran, or a stale value within grace. */
   staleServes: number;
+  /** Refreshes within grace that failed or timed out: callers kept the stale value. */
+  failSafes: number;
+  /** Loads that passed the hard timeout: their callers got a StampedeTimeoutError. */
+  timeouts: number;
   /** Loader errors. */
   errors: number;
   /** Store operations that failed (Redis down or slow); the call was answered by the loader. */
@@ -39,7 +45,10 @@ export function emptyMetrics(): MethodMetrics {
     lockWaitMs: 0,
     lockTimeouts: 0,
     earlyRecomputes: 0,
+    l1Hits: 0,
     staleServes: 0,
+    failSafes: 0,
+    timeouts: 0,
     errors: 0,
     storeErrors: 0,
   };

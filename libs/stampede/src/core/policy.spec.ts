@@ -27,7 +27,43 @@ describe('resolvePolicy', () => {
       xfetch: { beta: 1 },
       lock: { ttl: 5000, poll: 2, wait: 10_000, autoExtend: false },
       jitter: { ratio: 0.1 },
+      grace: 0,
+      graceBackoff: 1000,
+      l1: true,
     });
+  });
+
+  it('grace, timeouts and tags', () => {
+    expect(
+      resolvePolicy(
+        { grace: '1m', graceBackoff: 500, timeout: { soft: 100, hard: '2s' }, tags: ['a', 'b'] },
+        1000,
+        'A.b',
+      ),
+    ).toMatchObject({
+      grace: 60_000,
+      graceBackoff: 500,
+      timeout: { soft: 100, hard: 2000 },
+      tags: ['a', 'b'],
+    });
+    expect(resolvePolicy({ timeout: '3s' }, 1000, 'A.b').timeout).toEqual({ hard: 3000 });
+    expect(() => resolvePolicy({ grace: 0 }, 1000, 'A.b')).toThrow(
+      /^A\.b: grace must be a positive duration/,
+    );
+    expect(() => resolvePolicy({ grace: 'soon' }, 1000, 'A.b')).toThrow(/^A\.b: grace: "soon"/);
+    expect(() =>
+      resolvePolicy({ grace: '1m', timeout: { soft: 300, hard: 200 } }, 1000, 'A.b'),
+    ).toThrow(/^A\.b: timeout.soft \(300 ms\) is longer than timeout.hard \(200 ms\)/);
+    expect(() => resolvePolicy({ timeout: { soft: 300 } }, 1000, 'A.b')).toThrow(
+      /^A\.b: timeout.soft serves the stale value, which needs grace/,
+    );
+    expect(() => resolvePolicy({ timeout: {} }, 1000, 'A.b')).toThrow(/^A\.b: timeout needs/);
+    expect(() => resolvePolicy({ tags: ['a', 3 as unknown as string] }, 1000, 'A.b')).toThrow(
+      /^A\.b: tags must be an array of non-empty strings, got \["a",3\]/,
+    );
+    expect(() => resolvePolicy({ cache: false, grace: '1m' }, 1000, 'A.b')).toThrow(
+      /work on cached values/,
+    );
   });
 
   it('names the method in every error', () => {

@@ -17,6 +17,26 @@ export interface PolicyOptions {
   lock?: boolean | LockOptions;
   /** Spread stored TTLs over ttl * (1 +- ratio); a number is the ratio. */
   jitter?: number | JitterOptions;
+  /**
+   * Keep the value this long past its TTL: callers then get the stale value at once while one
+   * refresh runs, and keep getting it while refreshes fail, until grace ends (fail-safe).
+   */
+  grace?: Duration;
+  /** After a failed refresh within grace, wait this long before the next attempt. Default 1 s. */
+  graceBackoff?: Duration;
+  /** Loader time limits; a single duration is the hard limit. */
+  timeout?: Duration | TimeoutOptions;
+  /** Tags of the value, for `invalidateTags` (decorators take a function of the arguments). */
+  tags?: string[];
+  /** Serve hits from the in-process tier when the module has one (`l1` option). Default true. */
+  l1?: boolean;
+}
+
+export interface TimeoutOptions {
+  /** Past it, a caller with a stale value (grace) gets that value; the load goes on. */
+  soft?: Duration;
+  /** Past it, callers get a StampedeTimeoutError; the load may still finish and fill the cache. */
+  hard?: Duration;
 }
 
 export interface XFetchOptions {
@@ -49,8 +69,15 @@ export interface StampedePolicy {
   xfetch?: { beta: number };
   lock?: { ttl: number; poll: number; wait: number; autoExtend: boolean };
   jitter?: { ratio: number };
+  /** 0: none. */
+  grace: number;
+  graceBackoff: number;
+  timeout?: { soft?: number; hard?: number };
+  tags?: string[];
+  l1: boolean;
 }
 
+export const DEFAULT_GRACE_BACKOFF = 1000;
 export const DEFAULT_LOCK_TTL = 5000;
 export const DEFAULT_LOCK_POLL = 2;
 export const DEFAULT_BETA = 1;
@@ -68,7 +95,16 @@ export function resolvePolicy(
     ttl,
     cacheNull: options.cacheNull ?? true,
     singleFlight: options.singleFlight ?? false,
+    grace: options.grace === undefined ? 0 : toMs(options.grace, `${where}: grace`),
+    graceBackoff:
+      options.graceBackoff === undefined
+        ? DEFAULT_GRACE_BACKOFF
+        : toMs(options.graceBackoff, `${where}: graceBackoff`),
+    l1: options.l1 ?? true,
   };
+  if (options.timeout !== undefined)
+    policy.timeout = resolveTimeout(options.timeout, policy, where);
+  if (options.tags !== undefined) policy.tags = checkTags(options.tags, where);
   if (options.xfetch) {
     const beta = options.xfetch === true ? DEFAULT_BETA : (options.xfetch.beta ?? DEFAULT_BETA);
     if (typeof beta !== 'number' || !Number.isFinite(beta) || beta <= 0) {
@@ -108,10 +144,58 @@ export function resolvePolicy(
     }
     policy.jitter = { ratio };
   }
-  if (!policy.cache && (policy.xfetch || policy.lock || policy.jitter)) {
+  if (
+    !policy.cache &&
+    (policy.xfetch || policy.lock || policy.jitter || policy.grace || policy.tags)
+  ) {
     throw new StampedeConfigError(
-      `${where}: XFetch, DistLock and JitterTtl work on cached values; remove cache: false`,
+      `${where}: XFetch, DistLock, JitterTtl, grace and tags work on cached values; remove cache: false`,
     );
   }
   return policy;
+}
+
+function resolveTimeout(
+  timeout: Duration | TimeoutOptions,
+  policy: StampedePolicy,
+  where: string,
+): { soft?: number; hard?: number } {
+  const options: TimeoutOptions =
+    typeof timeout === 'object' && timeout !== null ? timeout : { hard: timeout };
+  const soft =
+    options.soft === undefined ? undefined : toMs(options.soft, `${where}: timeout.soft`);
+  const hard =
+    options.hard === undefined ? undefined : toMs(options.hard, `${where}: timeout.hard`);
+  if (soft === undefined && hard === undefined) {
+    throw new StampedeConfigError(`${where}: timeout needs soft, hard or both`);
+  }
+  if (soft !== undefined && hard !== undefined && soft > hard) {
+    throw new StampedeConfigError(
+      `${where}: timeout.soft (${soft} ms) is longer than timeout.hard (${hard} ms); soft must come first`,
+    );
+  }
+  if (soft !== undefined && !policy.grace) {
+    throw new StampedeConfigError(
+      `${where}: timeout.soft serves the stale value, which needs grace; add grace or use hard only`,
+    );
+  }
+  return { soft, hard };
+}
+
+/** Tags are non-empty strings. */
+export function checkTags(tags: unknown, where: string): string[] {
+  if (!Array.isArray(tags) || tags.some((tag) => typeof tag !== 'string' || tag === '')) {
+    throw new StampedeConfigError(
+      `${where}: tags must be an array of non-empty strings, got ${describe(tags)}`,
+    );
+  }
+  return tags as string[];
+}
+
+function describe(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
 }

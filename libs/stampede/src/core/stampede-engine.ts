@@ -1,12 +1,16 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { Clock, RandomSource, systemClock, systemRandom } from './clock';
-import type { Envelope } from './envelope';
+import { defaultCodec, Envelope, EnvelopeCodec } from './envelope';
+import { StampedeTimeoutError } from './errors';
 import { jitterTtl } from './jitter';
-import { MethodMetrics, MetricsRegistry } from './metrics';
-import type { StampedePolicy } from './policy';
+import { L1Cache, L1Limits } from './l1-cache';
 import { LastKnownValues } from './last-known';
+import { MethodMetrics, MetricsRegistry } from './metrics';
+import { checkTags, StampedePolicy } from './policy';
 import { SingleFlight } from './single-flight';
-import type { FillWatch, StampedeStore } from './store';
+import type { FillWatch, InvalidationMessage, StampedeStore } from './store';
+import { TagVersions } from './tag-versions';
 import { sleep } from './timers';
 import { EarlyRecomputeSchedule } from './xfetch';
 
@@ -20,20 +24,46 @@ export interface EngineDeps {
   clock?: Clock;
   random?: RandomSource;
   logger?: EngineLogger;
+  /** Limits of the in-process tier; without them there is none. */
+  l1?: L1Limits;
+  codec?: EnvelopeCodec;
 }
 
-export type Loader<T> = () => Promise<T> | T;
+/** Computes a value. `signal` aborts when the load passes its hard timeout. */
+export type Loader<T> = (signal: AbortSignal) => Promise<T> | T;
+
+const loadSignals = new AsyncLocalStorage<AbortSignal>();
+
+/**
+ * The AbortSignal of the load that runs the calling code (for example a decorated method's
+ * body, which has no signal parameter), or undefined outside a load.
+ */
+export function currentLoadSignal(): AbortSignal | undefined {
+  return loadSignals.getStore();
+}
+
+/** One call of the flow: what it loads, how, and the versions of its tags when it started. */
+interface Call<T> {
+  key: string;
+  loader: Loader<T>;
+  policy: StampedePolicy;
+  m: MethodMetrics;
+  stamp?: Record<string, number>;
+}
 
 interface Outcome<T> {
   value: T;
   /** Served from the cache without waiting for a load. */
   hit: boolean;
+  /** A stale value (within grace, or held while the store was unreachable). */
+  stale?: boolean;
 }
 
 /**
- * The get-or-load flow of DESIGN.md section 3: single-flight, read, XFetch early
- * recomputation, distributed lock with notified waiters, jittered store, and a fall-back to
- * the loader whenever the store is unavailable.
+ * The get-or-load flow of DESIGN.md sections 3 and 9: the in-process tier, single-flight, read,
+ * XFetch early recomputation, grace (stale-while-revalidate and fail-safe), distributed lock with
+ * notified waiters, loader timeouts, tags, jittered store, and a fall-back to held values or the
+ * loader whenever the store is unavailable.
  */
 export class StampedeEngine {
   readonly metrics: MetricsRegistry;
@@ -41,15 +71,20 @@ export class StampedeEngine {
   private readonly clock: Clock;
   private readonly random: RandomSource;
   private readonly logger?: EngineLogger;
+  private readonly codec: EnvelopeCodec;
+  private readonly l1?: L1Cache;
+  private readonly tags = new TagVersions();
   private readonly flights = new SingleFlight<Outcome<unknown>>();
   /** Store reads shared by concurrent lock-path callers of one key. */
   private readonly reads = new SingleFlight<Envelope<unknown> | undefined>();
-  /** Early recomputations loading here: a caller that misses meanwhile joins the load. */
+  /** Background refreshes loading here: a caller that misses meanwhile joins the load. */
   private readonly refreshLoads = new Map<string, Promise<unknown>>();
-  /** Keys with an early recomputation running (or owned by another instance) here. */
+  /** Keys with a background refresh running (or owned by another instance) here. */
   private readonly refreshing = new Set<string>();
-  private readonly background = new Set<Promise<void>>();
-  /** Values seen here, served while a distributed store is unreachable (see withoutStore). */
+  /** After a failed refresh, no new attempt on the key before this time. */
+  private readonly retryAt = new Map<string, number>();
+  private readonly background = new Set<Promise<unknown>>();
+  /** Without L1: values seen here, served while a distributed store is unreachable. */
   private readonly lastKnown = new LastKnownValues();
   /** Loads while the store is unreachable: one per key at a time, whatever the policy. */
   private readonly fallbackLoads = new SingleFlight<unknown>();
@@ -66,7 +101,16 @@ export class StampedeEngine {
     this.clock = deps.clock ?? systemClock;
     this.random = deps.random ?? systemRandom;
     this.logger = deps.logger;
+    this.codec = deps.codec ?? defaultCodec;
+    if (deps.l1) this.l1 = new L1Cache(this.codec, deps.l1);
     this.schedule = new EarlyRecomputeSchedule(this.random);
+    this.store.onInvalidation?.(
+      (message) => this.apply(message),
+      () => {
+        this.l1?.clear();
+        this.tags.reset();
+      },
+    );
   }
 
   async getOrLoad<T>(
@@ -74,13 +118,32 @@ export class StampedeEngine {
     loader: Loader<T>,
     policy: StampedePolicy,
     name = key,
+    tags = policy.tags,
   ): Promise<T> {
     const m = this.metrics.for(name);
     m.calls++;
-    const run = () =>
-      policy.cache
-        ? this.resolve(key, loader, policy, m)
-        : this.runLoader(loader, m).then((value) => ({ value, hit: false }));
+    const held = this.fromL1<T>(key, policy, tags);
+    if (held) {
+      m.hits++;
+      m.l1Hits++;
+      this.maybeRecomputeEarly(
+        { key, loader, policy, m, stamp: tags && this.tags.stamp(tags) },
+        held,
+      );
+      return held.v;
+    }
+    const run = async () => {
+      if (!policy.cache) {
+        const controller = new AbortController();
+        const running = this.load(loader, m, controller);
+        return {
+          value: await this.withHardTimeout(running, { key, policy, m }, controller),
+          hit: false,
+        };
+      }
+      const stamp = tags?.length ? await this.tagStamp(tags, m) : undefined;
+      return this.resolve({ key, loader, policy, m, stamp });
+    };
     let outcome: Outcome<T>;
     if (policy.singleFlight) {
       const { promise, joined } = this.flights.run(key, run as () => Promise<Outcome<unknown>>);
@@ -92,7 +155,7 @@ export class StampedeEngine {
     if (policy.cache) {
       if (outcome.hit) {
         m.hits++;
-        if (this.refreshing.has(key)) m.staleServes++;
+        if (outcome.stale || this.refreshing.has(key)) m.staleServes++;
       } else {
         m.misses++;
       }
@@ -100,59 +163,165 @@ export class StampedeEngine {
     return outcome.value;
   }
 
-  /** Removes the cached value; calls in flight are not joined by later callers. */
+  /** Removes the cached value here, in the store and in the other instances' L1. */
   async invalidate(key: string): Promise<void> {
-    this.flights.forget(key);
-    this.reads.forget(key);
-    this.lastKnown.forget(key);
-    this.schedule.forget(key);
+    this.forget(key);
     await this.store.delete(key);
+    await this.store.broadcast?.({ keys: [key] });
   }
 
-  /** Waits for background recomputations; later calls skip the cache-warming work. */
+  /** Invalidates every value stamped with one of `tags`, on every instance. */
+  async invalidateTags(tags: string[]): Promise<void> {
+    checkTags(tags, 'StampedeService.invalidateTags');
+    if (tags.length === 0) return;
+    const versions = this.store.bumpTags
+      ? await this.store.bumpTags(tags)
+      : tags.map((tag) => this.tags.stamp([tag])[tag] + 1);
+    const bumped: Record<string, number> = {};
+    tags.forEach((tag, i) => (bumped[tag] = versions[i]));
+    this.apply({ tags: bumped });
+    await this.store.broadcast?.({ tags: bumped });
+  }
+
+  /** Entries and size of the in-process tier. */
+  l1Stats(): { entries: number; bytes: number } | undefined {
+    return this.l1?.stats;
+  }
+
+  /** Waits for background refreshes; later calls skip the cache-warming work. */
   async close(): Promise<void> {
     this.closed = true;
     await Promise.allSettled([...this.background]);
   }
 
-  private async resolve<T>(
+  private apply(message: InvalidationMessage): void {
+    for (const key of message.keys ?? []) this.forget(key);
+    if (message.tags) {
+      for (const [tag, version] of Object.entries(message.tags)) this.tags.learn(tag, version);
+      this.l1?.dropTagged(message.tags);
+    }
+  }
+
+  private forget(key: string): void {
+    this.flights.forget(key);
+    this.reads.forget(key);
+    this.lastKnown.forget(key);
+    this.l1?.delete(key);
+    this.schedule.forget(key);
+  }
+
+  /** A fresh value of the in-process tier, when its tags' versions are known here. */
+  private fromL1<T>(
     key: string,
-    loader: Loader<T>,
     policy: StampedePolicy,
-    m: MethodMetrics,
-  ): Promise<Outcome<T>> {
+    tags: string[] | undefined,
+  ): Envelope<T> | undefined {
+    if (!this.l1 || !policy.cache || !policy.l1) return undefined;
+    if (tags?.length && this.tags.missing(tags).length > 0) return undefined;
+    const envelope = this.l1.get<T>(key, this.clock.now());
+    if (!envelope || envelope.e <= this.clock.now()) return undefined;
+    if (!this.tags.valid(envelope.t)) {
+      this.l1.delete(key);
+      return undefined;
+    }
+    return envelope;
+  }
+
+  /** The versions of `tags`; a tag seen for the first time here is read from the store once. */
+  private async tagStamp(tags: string[], m: MethodMetrics): Promise<Record<string, number>> {
+    const missing = this.tags.missing(tags);
+    if (missing.length > 0) {
+      try {
+        const versions = this.store.tagVersions
+          ? await this.store.tagVersions(missing)
+          : missing.map(() => 0);
+        missing.forEach((tag, i) => this.tags.learn(tag, versions[i]));
+      } catch (err) {
+        this.noteStoreError(err, m); // the versions known here serve meanwhile
+      }
+    }
+    return this.tags.stamp(tags);
+  }
+
+  /** Keeps a value here: in L1, or (for a distributed store) among the last known values. */
+  private hold(call: Call<unknown>, envelope: Envelope<unknown>, raw?: string): void {
+    if (this.l1 && call.policy.l1) {
+      this.l1.set(call.key, envelope, envelope.e + call.policy.grace, raw);
+    } else if (this.store.distributed) {
+      this.lastKnown.remember(call.key, envelope);
+    }
+  }
+
+  /** A value held here that may be served at `now` (stale ones only within grace). */
+  private heldValue<T>(call: Call<T>, now: number): Envelope<T> | undefined {
+    const envelope =
+      this.l1 && call.policy.l1
+        ? this.l1.get<T>(call.key, now)
+        : this.lastKnown.fresh<T>(call.key, now, call.policy.grace);
+    return envelope && this.tags.valid(envelope.t) ? envelope : undefined;
+  }
+
+  /** A value invalidated through one of its tags is a miss: drop it. */
+  private async usable<T>(
+    call: Call<T>,
+    envelope: Envelope<T> | undefined,
+  ): Promise<Envelope<T> | undefined> {
+    if (!envelope || this.tags.valid(envelope.t)) return envelope;
+    this.l1?.delete(call.key);
+    await this.store.delete(call.key).catch(() => undefined);
+    return undefined;
+  }
+
+  private async resolve<T>(call: Call<T>): Promise<Outcome<T>> {
+    const { key, policy } = call;
     let envelope: Envelope<T> | undefined;
     try {
       envelope = policy.lock ? await this.sharedRead<T>(key) : await this.store.get<T>(key);
     } catch (err) {
-      return this.withoutStore(key, err, loader, policy, m);
+      return this.withoutStore(call, err);
     }
+    envelope = await this.usable(call, envelope);
     if (envelope) {
-      if (this.store.distributed) this.lastKnown.remember(key, envelope);
-      this.maybeRecomputeEarly(key, envelope, loader, policy, m);
-      return { value: envelope.v, hit: true };
+      this.hold(call, envelope);
+      const now = this.clock.now();
+      if (envelope.e > now) {
+        this.maybeRecomputeEarly(call, envelope);
+        return { value: envelope.v, hit: true };
+      }
+      if (now < envelope.e + policy.grace) return this.serveStale(call, envelope);
+      // Past grace on this clock (the store's clock ran later): a miss.
     }
     const refresh = this.refreshLoads.get(key) as Promise<T> | undefined;
     if (refresh) {
       try {
         return { value: await refresh, hit: false };
       } catch {
-        // the early recomputation failed: load as on any miss
+        // the refresh failed: load as on any miss
       }
     }
-    if (policy.lock) {
-      return { value: await this.loadUnderLock(key, loader, policy, m), hit: false };
-    }
-    return { value: await this.loadAndStore(key, loader, policy, m), hit: false };
+    if (policy.lock) return { value: await this.loadUnderLock(call), hit: false };
+    return { value: await this.loadAndStore(call), hit: false };
   }
 
-  private async loadUnderLock<T>(
-    key: string,
-    loader: Loader<T>,
-    policy: StampedePolicy,
-    m: MethodMetrics,
-  ): Promise<T> {
-    const lock = policy.lock!;
+  /**
+   * Within grace: one refresh runs in the background while callers get the stale value, at once
+   * or, with a soft timeout, once the refresh has had that long to answer.
+   */
+  private async serveStale<T>(call: Call<T>, stale: Envelope<T>): Promise<Outcome<T>> {
+    const refresh = this.refreshInBackground(call, stale, false);
+    const soft = call.policy.timeout?.soft;
+    if (refresh && soft) {
+      const nap = sleep(soft);
+      const fresh = await Promise.race([refresh, nap.done.then(() => undefined)]);
+      nap.cancel();
+      if (fresh) return { value: fresh.value, hit: false };
+    }
+    return { value: stale.v, hit: true, stale: true };
+  }
+
+  private async loadUnderLock<T>(call: Call<T>): Promise<T> {
+    const { key, m } = call;
+    const lock = call.policy.lock!;
     const token = randomUUID();
     const deadline = this.clock.now() + lock.wait;
     let waitStart: number | undefined;
@@ -175,16 +344,18 @@ export class StampedeEngine {
           step = await this.store.readOrLock<T>(key, token, lock.ttl, watch !== undefined);
         } catch (err) {
           endWait();
-          return (await this.withoutStore(key, err, loader, policy, m)).value;
+          return (await this.withoutStore(call, err)).value;
         }
         if (step.kind === 'hit') {
+          if (!(await this.usable(call, step.envelope))) continue;
           endWait();
+          this.hold(call, step.envelope);
           return step.envelope.v;
         }
         if (step.kind === 'locked') {
           endWait();
           stopWatching();
-          return this.loadAndStore(key, loader, policy, m, token);
+          return this.loadAndStore(call, token);
         }
         const now = this.clock.now();
         if (waitStart === undefined) {
@@ -197,7 +368,7 @@ export class StampedeEngine {
           stopWatching();
           m.lockTimeouts++;
           this.logger?.warn(`waited ${lock.wait} ms for the lock of "${key}"; loading without it`);
-          return this.loadAndStore(key, loader, policy, m);
+          return this.loadAndStore(call);
         }
         if (!watch) {
           watch = this.store.watch(key);
@@ -220,14 +391,15 @@ export class StampedeEngine {
         if (!notified) continue;
         // Woken by a fill: the waiters of this process share one read of the new value.
         try {
-          const envelope = await this.sharedRead<T>(key);
+          const envelope = await this.usable(call, await this.sharedRead<T>(key));
           if (envelope) {
             endWait();
+            this.hold(call, envelope);
             return envelope.v;
           }
         } catch (err) {
           endWait();
-          return (await this.withoutStore(key, err, loader, policy, m)).value;
+          return (await this.withoutStore(call, err)).value;
         }
       }
     } finally {
@@ -241,26 +413,44 @@ export class StampedeEngine {
     >;
   }
 
-  /** Runs the loader and stores its value; with `token`, the store also releases that lock. */
-  private async loadAndStore<T>(
-    key: string,
-    loader: Loader<T>,
-    policy: StampedePolicy,
-    m: MethodMetrics,
-    token?: string,
-  ): Promise<T> {
+  /**
+   * Runs the loader and stores its value (kept `ttl + grace`); with `token`, the store also
+   * releases that lock. Past the hard timeout the caller gets a StampedeTimeoutError, while the
+   * load may still finish and fill the cache.
+   */
+  private loadAndStore<T>(call: Call<T>, token?: string): Promise<T> {
+    const { key, policy, m } = call;
     const extender =
       token && policy.lock?.autoExtend ? this.autoExtend(key, token, policy.lock.ttl) : undefined;
     const started = this.clock.now();
-    let value: T;
-    try {
-      value = await this.runLoader(loader, m);
-    } catch (err) {
-      if (token) await this.store.unlock(key, token).catch(() => undefined);
-      throw err;
-    } finally {
-      if (extender) clearInterval(extender);
-    }
+    const controller = new AbortController();
+    const loaded = this.load(call.loader, m, controller);
+    // The value is stored even when the callers gave up on it (hard timeout).
+    const stored = loaded
+      .then(
+        async (value) => {
+          await this.storeValue(call, value, started, token);
+          return value;
+        },
+        async (err: unknown) => {
+          if (token) await this.store.unlock(key, token).catch(() => undefined);
+          throw err;
+        },
+      )
+      .finally(() => {
+        if (extender) clearInterval(extender);
+      });
+    stored.catch(() => undefined); // observed below, unless the hard timeout came first
+    return this.withHardTimeout(loaded, call, controller).then(() => stored);
+  }
+
+  private async storeValue<T>(
+    call: Call<T>,
+    value: T,
+    started: number,
+    token?: string,
+  ): Promise<void> {
+    const { key, policy, m } = call;
     const storable = value !== undefined && (value !== null || policy.cacheNull);
     try {
       if (storable) {
@@ -268,10 +458,11 @@ export class StampedeEngine {
           ? jitterTtl(policy.ttl, policy.jitter.ratio, this.random)
           : policy.ttl;
         const now = this.clock.now();
-        const envelope = { v: value, d: now - started, e: now + ttl };
-        if (this.store.distributed) this.lastKnown.remember(key, envelope);
+        const envelope: Envelope = { v: value, d: now - started, e: now + ttl };
+        if (call.stamp) envelope.t = call.stamp;
+        this.hold(call, envelope);
         this.schedule.stored(key, envelope.e);
-        await this.store.fill(key, envelope, ttl, token);
+        await this.store.fill(key, envelope, ttl + policy.grace, token);
       } else if (token) {
         await this.store.unlock(key, token);
       }
@@ -279,40 +470,79 @@ export class StampedeEngine {
       // The value is still returned; the lock, if any, expires on its own.
       this.noteStoreError(err, m);
     }
-    return value;
   }
 
-  private async runLoader<T>(loader: Loader<T>, m: MethodMetrics): Promise<T> {
+  /** Runs a loader with its AbortSignal (also reachable through currentLoadSignal()), counted. */
+  private async load<T>(
+    loader: Loader<T>,
+    m: MethodMetrics,
+    controller: AbortController,
+  ): Promise<T> {
     m.loads++;
     try {
-      return await loader();
+      return await loadSignals.run(controller.signal, () => loader(controller.signal));
     } catch (err) {
       m.errors++;
       throw err;
     }
   }
 
+  private withHardTimeout<T>(
+    running: Promise<T>,
+    call: Pick<Call<T>, 'key' | 'policy' | 'm'>,
+    controller: AbortController,
+  ): Promise<T> {
+    const hard = call.policy.timeout?.hard;
+    if (!hard) return running;
+    running.catch(() => undefined); // settles after the callers gave up: not unhandled
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        call.m.timeouts++;
+        const error = new StampedeTimeoutError(
+          `loading "${call.key}" took longer than ${hard} ms (timeout.hard); it may still finish and fill the cache`,
+        );
+        controller.abort(error);
+        reject(error);
+      }, hard);
+      timer.unref();
+      running.then(
+        (value) => {
+          clearTimeout(timer);
+          resolve(value);
+        },
+        (err: unknown) => {
+          clearTimeout(timer);
+          reject(err);
+        },
+      );
+    });
+  }
+
   /**
-   * The store did not answer. A value this process has seen, and that has not expired, is what
-   * the store would have answered: serve it. Otherwise load, one load per key at a time here, and
-   * keep the value until its TTL, so that a stalled Redis does not turn into a backend stampede.
+   * The store did not answer. A value this process holds, within its TTL (or grace), is what the
+   * store would have answered: serve it. Otherwise load, one load per key at a time here, and
+   * keep the value, so that a stalled Redis does not turn into a backend stampede.
    */
-  private async withoutStore<T>(
-    key: string,
-    err: unknown,
-    loader: Loader<T>,
-    policy: StampedePolicy,
-    m: MethodMetrics,
-  ): Promise<Outcome<T>> {
+  private async withoutStore<T>(call: Call<T>, err: unknown): Promise<Outcome<T>> {
+    const { key, policy, m } = call;
     this.noteStoreError(err, m);
-    const known = this.lastKnown.fresh<T>(key, this.clock.now());
-    if (known) return { value: known.v, hit: true };
+    const now = this.clock.now();
+    const held = this.heldValue(call, now);
+    if (held) return { value: held.v, hit: true, stale: held.e <= now };
     const { promise, joined } = this.fallbackLoads.run(key, async () => {
       const started = this.clock.now();
-      const value = await this.runLoader(loader, m);
+      const controller = new AbortController();
+      const value = await this.withHardTimeout(
+        this.load(call.loader, m, controller),
+        call,
+        controller,
+      );
       if (value !== undefined && (value !== null || policy.cacheNull)) {
-        const now = this.clock.now();
-        this.lastKnown.remember(key, { v: value, d: now - started, e: now + policy.ttl });
+        const at = this.clock.now();
+        const envelope: Envelope = { v: value, d: at - started, e: at + policy.ttl };
+        if (call.stamp) envelope.t = call.stamp;
+        if (this.l1 && policy.l1) this.l1.set(key, envelope, envelope.e + policy.grace);
+        else this.lastKnown.remember(key, envelope);
       }
       return value;
     });
@@ -333,7 +563,7 @@ export class StampedeEngine {
   }
 
   /** At most one warning per 10 s, like the store's; it says how many failures it stands for. */
-  private noteRefreshFailure(key: string, err: unknown): void {
+  private noteRefreshFailure(key: string, err: unknown, early: boolean): void {
     this.refreshFailuresUnreported++;
     const now = this.clock.now();
     if (now - this.lastRefreshWarning < 10_000) return;
@@ -342,52 +572,81 @@ export class StampedeEngine {
     const others = this.refreshFailuresUnreported - 1;
     this.refreshFailuresUnreported = 0;
     this.logger?.warn(
-      `early recomputation of "${key}" failed: ${message}; the current value is kept` +
+      `${early ? 'early recomputation' : 'refresh within grace'} of "${key}" failed: ${message}; ` +
+        `the current value is kept` +
         (others > 0 ? ` (and ${others} more failed recomputation(s) since the last warning)` : ''),
     );
   }
 
-  private maybeRecomputeEarly<T>(
-    key: string,
-    envelope: Envelope<T>,
-    loader: Loader<T>,
-    policy: StampedePolicy,
-    m: MethodMetrics,
-  ): void {
+  private maybeRecomputeEarly<T>(call: Call<T>, envelope: Envelope<T>): void {
+    const { key, policy } = call;
     if (!policy.xfetch || this.closed || this.refreshing.has(key)) return;
+    if (this.clock.now() < this.schedule.due(key, envelope, policy.xfetch.beta)) return;
+    this.refreshInBackground(call, envelope, true);
+  }
+
+  /**
+   * Refreshes `current` in the background: one per key here, one across instances with a lock
+   * (a try-lock that declines if the value changed since it was read). After a failure, the key
+   * is left alone for `graceBackoff`. Resolves with the new value, or undefined when this
+   * instance does not refresh.
+   */
+  private refreshInBackground<T>(
+    call: Call<T>,
+    current: Envelope<T>,
+    early: boolean,
+  ): Promise<{ value: T } | undefined> | undefined {
+    const { key, policy, m } = call;
+    if (this.closed) return undefined;
     const now = this.clock.now();
-    if (now < this.schedule.due(key, envelope, policy.xfetch.beta)) return;
+    if (this.refreshing.has(key)) {
+      const running = this.refreshLoads.get(key) as Promise<T> | undefined;
+      return running?.then(
+        (value) => ({ value }),
+        () => undefined,
+      );
+    }
+    if ((this.retryAt.get(key) ?? 0) > now) return undefined;
     this.refreshing.add(key);
-    const task = (async () => {
+    const task = (async (): Promise<{ value: T } | undefined> => {
       let token: string | undefined;
       let release = true;
       try {
         if (policy.lock) {
           token = randomUUID();
-          if (!(await this.store.tryLock(key, token, policy.lock.ttl, envelope))) {
-            // Another instance recomputes: stay quiet here until the current value expires.
+          if (!(await this.store.tryLock(key, token, policy.lock.ttl, current))) {
+            // Another instance refreshes: stay quiet here until the current value expires
+            // (within grace: for one backoff, in case that refresh fails).
             release = false;
-            const quiet = sleep(Math.min(Math.max(0, envelope.e - now), policy.lock.ttl));
+            const quietMs = early ? Math.max(0, current.e - now) : policy.graceBackoff;
+            const quiet = sleep(Math.min(quietMs, policy.lock.ttl));
             void quiet.done.then(() => this.refreshing.delete(key));
-            return;
+            return undefined;
           }
         }
-        m.earlyRecomputes++;
-        const load = this.loadAndStore(key, loader, policy, m, token);
+        if (early) m.earlyRecomputes++;
+        const load = this.loadAndStore(call, token);
         this.refreshLoads.set(key, load);
         try {
-          await load;
+          const value = await load;
+          this.retryAt.delete(key);
+          return { value };
         } finally {
           this.refreshLoads.delete(key);
         }
       } catch (err) {
-        this.noteRefreshFailure(key, err);
+        if (!early) m.failSafes++;
+        if (this.retryAt.size >= 10_000) this.retryAt.clear();
+        this.retryAt.set(key, this.clock.now() + policy.graceBackoff);
+        this.noteRefreshFailure(key, err, early);
+        return undefined;
       } finally {
         if (release) this.refreshing.delete(key);
       }
     })();
     this.background.add(task);
     void task.finally(() => this.background.delete(task));
+    return task;
   }
 
   private autoExtend(key: string, token: string, ttl: number): NodeJS.Timeout {

@@ -17,6 +17,12 @@ export interface FillWatch {
   cancel(): void;
 }
 
+/** What one instance tells the others: keys to drop from their L1, tags with their new versions. */
+export interface InvalidationMessage {
+  keys?: string[];
+  tags?: Record<string, number>;
+}
+
 /**
  * What the flow needs from a cache backend. Implementations: Redis (distributed), in-memory
  * (one process) and cache-manager (its cache, with in-process locks). Every method may reject
@@ -59,6 +65,21 @@ export interface StampedeStore {
   watch(key: string): FillWatch;
   /** False while notifications cannot be received (subscriber down): waiters then poll. */
   notificationsLive(): boolean;
+
+  /**
+   * Sends an invalidation to the other instances (they apply it to their L1 and tag versions).
+   * Stores that are not distributed leave it out.
+   */
+  broadcast?(message: InvalidationMessage): Promise<void>;
+  /**
+   * Receives the other instances' invalidations. `reset` is called when some may have been
+   * missed (the subscriber connection came back): drop what they would have invalidated.
+   */
+  onInvalidation?(listener: (message: InvalidationMessage) => void, reset: () => void): void;
+  /** The current versions of `tags` (0: never invalidated), kept where every instance sees them. */
+  tagVersions?(tags: string[]): Promise<number[]>;
+  /** Increments the versions of `tags`; returns the new versions. */
+  bumpTags?(tags: string[]): Promise<number[]>;
 
   /** Resolves when the backend answers. */
   ping(): Promise<void>;

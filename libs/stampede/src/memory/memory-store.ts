@@ -1,5 +1,5 @@
 import { Clock, systemClock } from '../core/clock';
-import { decodeEnvelope, encodeEnvelope, Envelope, sameEnvelope } from '../core/envelope';
+import { defaultCodec, Envelope, EnvelopeCodec, sameEnvelope } from '../core/envelope';
 import type { FillWatch, ReadOrLockResult, StampedeStore } from '../core/store';
 import { LocalLocks } from './local-locks';
 
@@ -7,6 +7,8 @@ export interface MemoryStoreOptions {
   clock?: Clock;
   /** Expired entries are swept this often (ms). Default 30 000. */
   sweepIntervalMs?: number;
+  /** How envelopes are kept (as text, so callers never share a mutable object); default JSON. */
+  codec?: EnvelopeCodec;
 }
 
 /**
@@ -19,10 +21,12 @@ export class MemoryStore implements StampedeStore {
   private readonly entries = new Map<string, { raw: string; expiresAt: number }>();
   private readonly locks: LocalLocks;
   private readonly clock: Clock;
+  private readonly codec: EnvelopeCodec;
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(options: MemoryStoreOptions = {}) {
     this.clock = options.clock ?? systemClock;
+    this.codec = options.codec ?? defaultCodec;
     this.locks = new LocalLocks(this.clock);
     this.sweeper = setInterval(() => this.sweep(), options.sweepIntervalMs ?? 30_000);
     this.sweeper.unref();
@@ -33,7 +37,10 @@ export class MemoryStore implements StampedeStore {
   }
 
   async set(key: string, envelope: Envelope, ttlMs: number): Promise<void> {
-    this.entries.set(key, { raw: encodeEnvelope(envelope), expiresAt: this.clock.now() + ttlMs });
+    this.entries.set(key, {
+      raw: this.codec.encode(envelope),
+      expiresAt: this.clock.now() + ttlMs,
+    });
   }
 
   async delete(key: string): Promise<void> {
@@ -93,7 +100,7 @@ export class MemoryStore implements StampedeStore {
       this.entries.delete(key);
       return undefined;
     }
-    return decodeEnvelope<T>(entry.raw);
+    return this.codec.decode<T>(entry.raw);
   }
 
   private sweep(): void {

@@ -1,6 +1,8 @@
 import { Logger } from '@nestjs/common';
 import { CacheManagerStore } from '../cache-manager/cache-manager-store';
 import { toMs } from '../core/duration';
+import { defaultCodec, EnvelopeCodec, StampedeSerializer } from '../core/envelope';
+import type { L1Limits } from '../core/l1-cache';
 import { StampedeConfigError } from '../core/errors';
 import type { StampedeStore } from '../core/store';
 import { MemoryStore } from '../memory/memory-store';
@@ -17,6 +19,7 @@ export async function createStampedeStore(options: StampedeModuleOptions): Promi
       keyPrefix: options.keyPrefix,
       operationTimeout: options.operationTimeout,
       cooldown: options.cooldown,
+      codec: codecOf(options),
     });
     const connectTimeout = options.connectTimeout ?? 2000;
     if (!(await store.waitUntilReady(connectTimeout))) {
@@ -31,9 +34,35 @@ export async function createStampedeStore(options: StampedeModuleOptions): Promi
       'using the cache-manager store: values are shared through its cache, but @DistLock locks only within this process ' +
         '(cache-manager has no atomic lock). Pass `redis` for one loader across instances.',
     );
-    return new CacheManagerStore(options.cacheManager);
+    return new CacheManagerStore(options.cacheManager, undefined, codecOf(options));
   }
-  return new MemoryStore();
+  return new MemoryStore({ codec: codecOf(options) });
+}
+
+const codecs = new WeakMap<StampedeSerializer, EnvelopeCodec>();
+
+/** The envelope codec of the module's serializer (one per serializer). */
+export function codecOf(options: StampedeModuleOptions): EnvelopeCodec {
+  if (!options.serializer) return defaultCodec;
+  let codec = codecs.get(options.serializer);
+  if (!codec) {
+    codec = new EnvelopeCodec(options.serializer);
+    codecs.set(options.serializer, codec);
+  }
+  return codec;
+}
+
+export const DEFAULT_L1_ENTRIES = 10_000;
+export const DEFAULT_L1_BYTES = 64 * 1024 * 1024;
+
+/** The in-process tier's limits, or undefined for none. */
+export function l1Limits(option: StampedeModuleOptions['l1']): L1Limits | undefined {
+  if (!option) return undefined;
+  const limits = option === true ? {} : option;
+  return {
+    maxEntries: limits.maxEntries ?? DEFAULT_L1_ENTRIES,
+    maxBytes: limits.maxBytes ?? DEFAULT_L1_BYTES,
+  };
 }
 
 function validateOptions(options: StampedeModuleOptions): void {
@@ -56,6 +85,25 @@ function validateOptions(options: StampedeModuleOptions): void {
         `StampedeModule: ${name} must be a positive number of ms, got ${String(value)}`,
       );
     }
+  }
+  if (options.l1 !== undefined && typeof options.l1 !== 'boolean') {
+    for (const name of ['maxEntries', 'maxBytes'] as const) {
+      const value = options.l1[name];
+      if (value !== undefined && !(Number.isInteger(value) && value > 0)) {
+        throw new StampedeConfigError(
+          `StampedeModule: l1.${name} must be a positive integer, got ${String(value)}`,
+        );
+      }
+    }
+  }
+  if (
+    options.serializer !== undefined &&
+    (typeof options.serializer?.serialize !== 'function' ||
+      typeof options.serializer?.deserialize !== 'function')
+  ) {
+    throw new StampedeConfigError(
+      'StampedeModule: serializer needs serialize(value): string and deserialize(text): unknown',
+    );
   }
   if (
     options.cooldown !== undefined &&

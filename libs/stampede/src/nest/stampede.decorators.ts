@@ -1,5 +1,5 @@
 import type { Duration } from '../core/duration';
-import type { LockOptions } from '../core/policy';
+import type { LockOptions, TimeoutOptions } from '../core/policy';
 import { STAMPEDE_POLICY } from './stampede.constants';
 
 /** What the decorators of one method recorded; composed into a policy at start-up. */
@@ -12,6 +12,11 @@ export interface MethodPolicyMetadata {
   xfetch?: { beta?: number };
   lock?: LockOptions;
   jitter?: { ratio?: number };
+  grace?: Duration;
+  graceBackoff?: Duration;
+  timeout?: Duration | TimeoutOptions;
+  tags?: string[] | ((...args: any[]) => string[]);
+  l1?: boolean;
 }
 
 export interface CacheableOptions {
@@ -21,6 +26,16 @@ export interface CacheableOptions {
   ttl?: Duration;
   /** Cache `null` results (negative caching). Default true. */
   cacheNull?: boolean;
+  /** Serve the stale value this long past the TTL while one refresh runs, and while refreshes fail. */
+  grace?: Duration;
+  /** After a failed refresh within grace, wait this long before the next attempt. Default 1 s. */
+  graceBackoff?: Duration;
+  /** Loader limits: `{ soft, hard }`, or one duration for hard. */
+  timeout?: Duration | TimeoutOptions;
+  /** Tags for `StampedeService.invalidateTags`: a list, or a function of the method's arguments. */
+  tags?: string[] | ((...args: any[]) => string[]);
+  /** Use the module's in-process tier for this method. Default true (when the module has one). */
+  l1?: boolean;
 }
 
 /** Adds to the method's recorded policy, so that decorators stack in any order. */

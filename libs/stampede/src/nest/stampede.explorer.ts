@@ -3,6 +3,7 @@ import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { methodKey } from '../core/cache-key';
 import { StampedeConfigError } from '../core/errors';
+import { checkTags } from '../core/policy';
 import { STAMPEDE_POLICY } from './stampede.constants';
 import type { MethodPolicyMetadata } from './stampede.decorators';
 import { StampedeService } from './stampede.service';
@@ -60,19 +61,29 @@ export class StampedeExplorer implements OnModuleInit {
     const original = target[methodName];
     // StampedeModule imported by several modules of one app: wrap once.
     if (Object.prototype.hasOwnProperty.call(original, WRAPPED)) return;
-    const meta = Reflect.getMetadata(STAMPEDE_POLICY, original) as MethodPolicyMetadata;
+    const {
+      key: keyOf,
+      tags,
+      ...meta
+    } = Reflect.getMetadata(STAMPEDE_POLICY, original) as MethodPolicyMetadata;
     const name = `${className}.${methodName}`;
-    const policy = this.stampede.resolve({ ...meta, cache: meta.cache ?? false }, name);
-    const keyOf = meta.key;
+    if (tags !== undefined && typeof tags !== 'function') checkTags(tags, name);
+    const policy = this.stampede.resolve(
+      { ...meta, cache: meta.cache ?? false, tags: typeof tags === 'function' ? undefined : tags },
+      name,
+    );
+    const tagsOf = typeof tags === 'function' ? tags : undefined;
     const stampede = this.stampede;
     const wrapped = function (this: unknown, ...args: unknown[]) {
       let key: string;
+      let callTags: string[] | undefined;
       try {
         key = keyOf ? keyOf(...args) : methodKey(className, methodName, args);
+        callTags = tagsOf ? checkTags(tagsOf(...args), name) : policy.tags;
       } catch (err) {
         return Promise.reject(err); // the method is async: fail as a rejection, not a throw
       }
-      return stampede.run(key, () => original.apply(this, args), policy, name);
+      return stampede.run(key, () => original.apply(this, args), policy, name, callTags);
     };
     Object.defineProperty(wrapped, 'name', { value: methodName });
     Object.defineProperty(wrapped, WRAPPED, { value: true });

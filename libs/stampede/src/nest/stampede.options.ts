@@ -1,6 +1,7 @@
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { CacheManagerLike } from '../cache-manager/cache-manager-store';
 import type { Duration } from '../core/duration';
+import type { StampedeSerializer } from '../core/envelope';
 import type { StampedeStore } from '../core/store';
 
 export interface StampedeModuleOptions {
@@ -23,4 +24,12 @@ export interface StampedeModuleOptions {
   cooldown?: number;
   /** Longest wait at start-up for Redis to answer before starting anyway (ms). Default 2000. */
   connectTimeout?: number;
+  /**
+   * An in-process tier in front of the store: hits cost no Redis round trip. `true` means
+   * 10,000 entries and 64 MB of encoded values. Kept coherent across instances by invalidation
+   * messages (`invalidate`, `invalidateTags`). Default: none.
+   */
+  l1?: boolean | { maxEntries?: number; maxBytes?: number };
+  /** How values are written to the store (and kept in L1). Default JSON. */
+  serializer?: StampedeSerializer;
 }

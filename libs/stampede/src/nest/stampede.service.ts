@@ -4,6 +4,7 @@ import type { MethodMetrics } from '../core/metrics';
 import { PolicyOptions, resolvePolicy, StampedePolicy } from '../core/policy';
 import { Loader, StampedeEngine } from '../core/stampede-engine';
 import type { StampedeStore } from '../core/store';
+import { codecOf, l1Limits } from './stampede-store.factory';
 import { STAMPEDE_STORE } from './stampede.constants';
 import { STAMPEDE_MODULE_OPTIONS } from './stampede.module-definition';
 import type { StampedeModuleOptions } from './stampede.options';
@@ -32,6 +33,8 @@ export class StampedeService implements OnApplicationShutdown {
     this.engine = new StampedeEngine({
       store,
       logger: { warn: (message) => logger.warn(message) },
+      l1: l1Limits(options.l1),
+      codec: codecOf(options),
     });
   }
 
@@ -49,8 +52,14 @@ export class StampedeService implements OnApplicationShutdown {
   }
 
   /** Runs a call with an already validated policy (what the decorated methods use). */
-  run<T>(key: string, loader: Loader<T>, policy: StampedePolicy, name: string): Promise<T> {
-    return this.engine.getOrLoad(key, loader, policy, name);
+  run<T>(
+    key: string,
+    loader: Loader<T>,
+    policy: StampedePolicy,
+    name: string,
+    tags?: string[],
+  ): Promise<T> {
+    return this.engine.getOrLoad(key, loader, policy, name, tags);
   }
 
   /** Validates a policy now; errors name `where`. */
@@ -58,9 +67,19 @@ export class StampedeService implements OnApplicationShutdown {
     return resolvePolicy(options, this.defaultTtl, where);
   }
 
-  /** Drops the cached value of `key` (the same key the decorator or getOrLoad used). */
+  /** Drops the cached value of `key` (the same key the decorator or getOrLoad used), on every instance. */
   invalidate(key: string): Promise<void> {
     return this.engine.invalidate(key);
+  }
+
+  /** Drops every value stamped with one of `tags` (see the `tags` option), on every instance. */
+  invalidateTags(tags: string[]): Promise<void> {
+    return this.engine.invalidateTags(tags);
+  }
+
+  /** Entries and size (characters) of the in-process tier, or undefined without one. */
+  l1Stats(): { entries: number; bytes: number } | undefined {
+    return this.engine.l1Stats();
   }
 
   /** Counters per method name (`Class.method`) or getOrLoad name. */

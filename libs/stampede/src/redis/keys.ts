@@ -19,6 +19,16 @@ export class StampedeKeys {
     return `${this.prefix}{${key}}:fill`;
   }
 
+  /** The channel of invalidations, which every instance subscribes to. */
+  get bus(): string {
+    return `${this.prefix}__bus`;
+  }
+
+  /** A tag's version; `__tag:` never starts a value key, which starts with `{`. */
+  tag(tag: string): string {
+    return `${this.prefix}__tag:{${tag}}`;
+  }
+
   /** The logical key of a fill channel, or undefined for a channel that is not one. */
   keyOfChannel(channel: string): string | undefined {
     if (!channel.startsWith(this.prefix) || !channel.endsWith('}:fill')) return undefined;

@@ -1,8 +1,14 @@
+import { randomUUID } from 'node:crypto';
 import { ChainableCommander, Cluster, Redis, RedisOptions } from 'ioredis';
 import { Clock, systemClock } from '../core/clock';
-import { decodeEnvelope, encodeEnvelope, Envelope, sameEnvelope } from '../core/envelope';
+import { defaultCodec, Envelope, EnvelopeCodec, sameEnvelope } from '../core/envelope';
 import { StoreUnavailableError } from '../core/errors';
-import type { FillWatch, ReadOrLockResult, StampedeStore } from '../core/store';
+import type {
+  FillWatch,
+  InvalidationMessage,
+  ReadOrLockResult,
+  StampedeStore,
+} from '../core/store';
 import { StampedeKeys } from './keys';
 import { EXTEND_LOCK, READ_OR_WAIT, SCRIPTS, UNLOCK, WAITING } from './scripts';
 
@@ -15,6 +21,8 @@ export interface RedisStoreOptions {
   /** After a timeout, skip Redis for this long (ms) instead of paying the timeout on every call. Default 1000. */
   cooldown?: number;
   clock?: Clock;
+  /** How envelopes are written; default JSON. */
+  codec?: EnvelopeCodec;
 }
 
 type Client = Redis | Cluster;
@@ -78,8 +86,15 @@ export class RedisStore implements StampedeStore {
   private readonly timeoutMs: number;
   private readonly cooldownMs: number;
   private readonly clock: Clock;
+  private readonly codec: EnvelopeCodec;
   private readonly subscriptions = new Map<string, Subscription>();
   private received = 0;
+  private readonly busSubscribed: Promise<void>;
+  private readonly instanceId = randomUUID();
+  private readonly invalidationListeners: {
+    listener: (message: InvalidationMessage) => void;
+    reset: () => void;
+  }[] = [];
   private downUntil = 0;
   /** Gives up one call in flight (see call()). */
   private readonly inFlight = new Set<(reason: string) => void>();
@@ -90,6 +105,7 @@ export class RedisStore implements StampedeStore {
     this.timeoutMs = options.operationTimeout ?? 500;
     this.cooldownMs = options.cooldown ?? 1000;
     this.clock = options.clock ?? systemClock;
+    this.codec = options.codec ?? defaultCodec;
     if (isRedisClient(connection)) {
       this.client = connection;
       this.ownsClient = false;
@@ -124,8 +140,53 @@ export class RedisStore implements StampedeStore {
       this.received++;
       this.notify(key);
     });
+    this.subscriber.on('message', (channel: string, text: string) => {
+      if (channel === this.keys.bus) this.receive(text);
+    });
     // A lost subscription would strand waiters until their lock expires: wake them so they poll.
     this.subscriber.on('close', () => this.notifyAll());
+    // Invalidations sent while the subscriber was away are lost: the listeners start afresh.
+    let connectedBefore = false;
+    this.subscriber.on('ready', () => {
+      if (connectedBefore) for (const l of this.invalidationListeners) l.reset();
+      connectedBefore = true;
+    });
+    this.busSubscribed = this.subscriber.subscribe(this.keys.bus).then(
+      () => undefined,
+      () => undefined,
+    );
+  }
+
+  broadcast(message: InvalidationMessage): Promise<void> {
+    const text = JSON.stringify({ ...message, from: this.instanceId });
+    return this.call(() => this.client.publish(this.keys.bus, text)).then(() => undefined);
+  }
+
+  onInvalidation(listener: (message: InvalidationMessage) => void, reset: () => void): void {
+    this.invalidationListeners.push({ listener, reset });
+  }
+
+  async tagVersions(tags: string[]): Promise<number[]> {
+    // One GET per tag: tags live in different slots on a Cluster.
+    const values = await Promise.all(
+      tags.map((tag) => this.call(() => this.client.get(this.keys.tag(tag)))),
+    );
+    return values.map((v) => Number(v ?? 0));
+  }
+
+  async bumpTags(tags: string[]): Promise<number[]> {
+    return Promise.all(tags.map((tag) => this.call(() => this.client.incr(this.keys.tag(tag)))));
+  }
+
+  private receive(text: string): void {
+    let message: InvalidationMessage & { from?: string };
+    try {
+      message = JSON.parse(text) as InvalidationMessage & { from?: string };
+    } catch {
+      return;
+    }
+    if (message.from === this.instanceId) return; // applied when sent
+    for (const l of this.invalidationListeners) l.listener(message);
   }
 
   /** Fill notifications this store has received: about one per wait of this process, whatever the other instances fill. */
@@ -146,18 +207,20 @@ export class RedisStore implements StampedeStore {
       setTimeout(() => resolve(false), timeoutMs).unref(),
     );
     return Promise.race([
-      Promise.all([ready(this.client), ready(this.subscriber)]).then(() => true),
+      Promise.all([ready(this.client), ready(this.subscriber), this.busSubscribed]).then(
+        () => true,
+      ),
       timer,
     ]);
   }
 
   async get<T>(key: string): Promise<Envelope<T> | undefined> {
-    return decodeEnvelope<T>(await this.call(() => this.client.get(this.keys.value(key))));
+    return this.codec.decode<T>(await this.call(() => this.client.get(this.keys.value(key))));
   }
 
   async set(key: string, envelope: Envelope, ttlMs: number): Promise<void> {
     await this.call(() =>
-      this.client.set(this.keys.value(key), encodeEnvelope(envelope), 'PX', ttlMs),
+      this.client.set(this.keys.value(key), this.codec.encode(envelope), 'PX', ttlMs),
     );
   }
 
@@ -183,7 +246,7 @@ export class RedisStore implements StampedeStore {
         if (lateLocked) this.releaseQuietly(key, token);
       },
     );
-    const envelope = decodeEnvelope<T>(raw);
+    const envelope = this.codec.decode<T>(raw);
     if (envelope) {
       if (locked) this.releaseQuietly(key, token);
       return { kind: 'hit', envelope };
@@ -210,7 +273,7 @@ export class RedisStore implements StampedeStore {
       },
     )) as [number, (string | number)?];
     if (reply[0] === 1) {
-      const envelope = decodeEnvelope<T>(reply[1] as string);
+      const envelope = this.codec.decode<T>(reply[1] as string);
       if (envelope) return { kind: 'hit', envelope };
       // A corrupt value: drop it and compete for the lock as on a miss.
       await this.delete(key);
@@ -232,7 +295,7 @@ export class RedisStore implements StampedeStore {
         if (lateLocked) this.releaseQuietly(key, token);
       },
     );
-    if (locked && current && !sameEnvelope(decodeEnvelope(raw), current)) {
+    if (locked && current && !sameEnvelope(this.codec.decode(raw), current)) {
       // Refreshed by someone else since the caller read it: this expiry is already dealt with.
       this.releaseQuietly(key, token);
       return false;
@@ -289,7 +352,7 @@ export class RedisStore implements StampedeStore {
       replies(
         this.client
           .pipeline()
-          .set(this.keys.value(key), encodeEnvelope(envelope), 'PX', ttlMs)
+          .set(this.keys.value(key), this.codec.encode(envelope), 'PX', ttlMs)
           .getdel(this.keys.lock(key)),
       ),
     );
