@@ -26,6 +26,7 @@ class CatalogService {
 }
 
 describe('JitterTtl (real Redis, TTLs read back with PTTL)', () => {
+  jest.setTimeout(30_000); // 2000 calls and reads: slow on a busy machine, and only timing-free asserts
   const prefix = uniquePrefix('jitter');
   let moduleRef: TestingModule;
   let redis: Redis;
