@@ -6,6 +6,17 @@ export type { StampedeModuleOptions } from './nest/stampede.options';
 export { STAMPEDE_STORE } from './nest/stampede.constants';
 export { STAMPEDE_MODULE_OPTIONS } from './nest/stampede.module-definition';
 
+// HTTP routes
+export { CacheRoute } from './nest/route-cache.decorators';
+export type { CacheRouteOptions, RouteRequest } from './nest/route-cache.options';
+export { routeCacheKey } from './nest/route-cache.key';
+export {
+  CACHE_STATUS_HEADER,
+  ROUTE_KEY_PREFIX,
+  STAMPEDE_ROUTE,
+} from './nest/route-cache.constants';
+export { StampedeInterceptor } from './nest/stampede.interceptor';
+
 export type { Duration } from './core/duration';
 export { currentLoadSignal } from './core/stampede-engine';
 export type { Loader } from './core/stampede-engine';

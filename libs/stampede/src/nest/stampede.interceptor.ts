@@ -1,0 +1,128 @@
+import {
+  CallHandler,
+  ExecutionContext,
+  Injectable,
+  NestInterceptor,
+  OnModuleInit,
+  StreamableFile,
+  Type,
+} from '@nestjs/common';
+import { DiscoveryService, HttpAdapterHost, MetadataScanner, ModulesContainer } from '@nestjs/core';
+import { defer, lastValueFrom, Observable } from 'rxjs';
+import { StampedeConfigError } from '../core/errors';
+import { CACHE_STATUS_HEADER } from './route-cache.constants';
+import type { RouteRequest } from './route-cache.options';
+import { compileRoutePlan, RouteHandler, RoutePlan } from './route-cache.plan';
+import { StampedeService } from './stampede.service';
+
+/** Set on a request by the first StampedeInterceptor that serves it (it may be bound twice). */
+const SERVED = Symbol('stampede:served');
+
+/** Apps (by their modules container) whose controllers were checked at start-up. */
+const checkedApps = new WeakSet<ModulesContainer>();
+
+/**
+ * Caches the responses of GET (and HEAD) routes marked with `@CacheRoute()` or with the stampede
+ * decorators, through the same flow as the decorated provider methods: the handler is the
+ * loader, `Controller.method` the name. Other requests, routes and contexts pass through.
+ * Bind it with `@UseInterceptors(StampedeInterceptor)` (which `@CacheRoute()` does) or globally
+ * with `APP_INTERCEPTOR`; bound twice, it serves a request once.
+ */
+@Injectable()
+export class StampedeInterceptor implements NestInterceptor, OnModuleInit {
+  private readonly plans = new Map<Type, Map<RouteHandler, RoutePlan | null>>();
+
+  constructor(
+    private readonly stampede: StampedeService,
+    private readonly modules: ModulesContainer,
+    private readonly adapterHost: HttpAdapterHost,
+  ) {}
+
+  /** Checks every marked route of the app, so a bad option stops the start-up. */
+  onModuleInit(): void {
+    if (checkedApps.has(this.modules)) return;
+    checkedApps.add(this.modules);
+    const scanner = new MetadataScanner();
+    for (const wrapper of new DiscoveryService(this.modules).getControllers()) {
+      const controller = wrapper.metatype as Type | null;
+      if (typeof controller !== 'function' || !controller.prototype) continue;
+      const prototype = controller.prototype as Record<string, unknown>;
+      for (const methodName of scanner.getAllMethodNames(prototype)) {
+        const handler = prototype[methodName];
+        if (typeof handler === 'function') {
+          this.planFor(controller, handler as RouteHandler, methodName);
+        }
+      }
+    }
+  }
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    if (context.getType() !== 'http') return next.handle();
+    const http = context.switchToHttp();
+    const req = http.getRequest<RouteRequest & { [SERVED]?: true }>();
+    if ((req.method !== 'GET' && req.method !== 'HEAD') || req[SERVED]) return next.handle();
+    const handler = context.getHandler() as RouteHandler;
+    const plan = this.planFor(context.getClass(), handler, handler.name);
+    if (!plan) return next.handle();
+    req[SERVED] = true;
+    const res: unknown = http.getResponse();
+    return defer(() => this.serve(plan, req, res, next));
+  }
+
+  private planFor(controller: Type, handler: RouteHandler, methodName: string): RoutePlan | null {
+    let byHandler = this.plans.get(controller);
+    if (!byHandler) this.plans.set(controller, (byHandler = new Map()));
+    let plan = byHandler.get(handler);
+    if (plan === undefined) {
+      plan =
+        compileRoutePlan(controller, methodName, handler, (options, where) =>
+          this.stampede.resolve(options, where),
+        ) ?? null;
+      byHandler.set(handler, plan);
+    }
+    return plan;
+  }
+
+  private async serve(
+    plan: RoutePlan,
+    req: RouteRequest,
+    res: unknown,
+    next: CallHandler,
+  ): Promise<unknown> {
+    const key = plan.keyOf(req);
+    let ranHere = false; // this request's handler produced the response
+    let answered = false;
+    const loader = async () => {
+      // The engine also calls the loader of a request it answered from the cache, to refresh
+      // the value in the background (XFetch). Such a request's call settles in the same turn of
+      // the event loop (only microtasks are left): after one turn, `answered` tells them apart.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      const inBackground = answered;
+      const value: unknown = await lastValueFrom(next.handle(), { defaultValue: undefined });
+      refuseUnstorable(value, plan.name);
+      if (!inBackground) ranHere = true;
+      return value;
+    };
+    try {
+      const value = await this.stampede.run(key, loader, plan.policy, plan.name);
+      this.adapterHost.httpAdapter.setHeader(res, CACHE_STATUS_HEADER, ranHere ? 'miss' : 'hit');
+      return value;
+    } finally {
+      answered = true;
+    }
+  }
+}
+
+/** Values are stored as JSON: bytes and streams would come back as something else. */
+function refuseUnstorable(value: unknown, name: string): void {
+  let what: string | undefined;
+  if (value instanceof StreamableFile) what = 'a StreamableFile';
+  else if (value instanceof Uint8Array || value instanceof ArrayBuffer) what = 'bytes';
+  else if (typeof (value as { pipe?: unknown } | null)?.pipe === 'function') what = 'a stream';
+  if (what) {
+    throw new StampedeConfigError(
+      `${name} returned ${what}, which cannot be cached (cached values are stored as JSON): ` +
+        `remove @CacheRoute and the stampede decorators from this route, or return plain data.`,
+    );
+  }
+}
