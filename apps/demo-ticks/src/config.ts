@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { DEFAULT_TICK_LIMITS, TickLimits } from './candles/tick';
 
 /** Everything the demo reads from the environment, with defaults (see the app README). */
 export interface TicksConfig {
@@ -18,6 +19,8 @@ export interface TicksConfig {
   candlesKeep: number;
   applyBatchMax: number;
   health: { maxLag: number; maxPending: number; timeoutMs: number };
+  /** What a valid tick is: price and quantity maxima, the time window. */
+  limits: TickLimits;
   collector: CollectorConfig;
   /** Run the collector in the same process as the consumer (main.ts). */
   collectorInProcess: boolean;
@@ -65,6 +68,15 @@ function int(
     throw new TicksConfigError(
       `${name} must be a whole number from ${min} to ${max} (got "${raw}")`,
     );
+  return n;
+}
+
+function positive(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n <= 0)
+    throw new TicksConfigError(`${name} must be a positive number (got "${raw}")`);
   return n;
 }
 
@@ -126,6 +138,12 @@ export function loadTicksConfig(env: Env = process.env): TicksConfig {
       maxLag: int(env, 'HEALTH_MAX_LAG', 10_000, 0),
       maxPending: int(env, 'HEALTH_MAX_PENDING', 50_000, 0),
       timeoutMs: int(env, 'HEALTH_TIMEOUT_MS', 1_000, 1),
+    },
+    limits: {
+      maxPrice: positive(env, 'TICK_MAX_PRICE', DEFAULT_TICK_LIMITS.maxPrice),
+      maxQty: positive(env, 'TICK_MAX_QTY', DEFAULT_TICK_LIMITS.maxQty),
+      maxAgeMs: int(env, 'TICK_MAX_AGE_MS', DEFAULT_TICK_LIMITS.maxAgeMs, 0),
+      maxFutureMs: int(env, 'TICK_MAX_FUTURE_MS', DEFAULT_TICK_LIMITS.maxFutureMs, 0),
     },
     collector: {
       redisUrl,

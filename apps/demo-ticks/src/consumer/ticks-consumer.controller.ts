@@ -3,10 +3,17 @@ import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { RedisStreamsBatchContext } from '@nest-redis-resilience/stream-batch-ack';
 import { entryIdTime } from '../candles/candle';
 import { CandleStore, DoneMark, TickEntry } from '../candles/candle-store';
-import { parseTick } from '../candles/tick';
+import { checkTickTime, parseTick } from '../candles/tick';
 import { TicksConfig } from '../config';
 import { TICKS_CONFIG } from '../ticks.constants';
 import { TicksMetrics } from './ticks.metrics';
+
+/**
+ * Why the consumer dead-lettered a tick (the `reason` of its dead-letter entry):
+ * - `invalid-tick`: a field is missing, not a number, or out of range (`TICK_MAX_PRICE`, `TICK_MAX_QTY`);
+ * - `ts-out-of-window`: `ts` too far before or after the time the tick reached the stream.
+ */
+export type TickRejection = 'invalid-tick' | 'ts-out-of-window';
 
 /**
  * The consumer of `config.stream`: a batch handler (each call gets a whole XREADGROUP batch). The
@@ -36,11 +43,18 @@ export function createTicksConsumerController(config: TicksConfig): Type<unknown
       if (!mark) throw new Error('demo-ticks needs the transport idempotency with the Redis store');
       const valid: TickEntry[] = [];
       const rejected: Promise<void>[] = [];
+      const { limits } = this.config;
       ctx.entries.forEach((entry, i) => {
-        const parsed = parseTick(payloads[i]);
+        const parsed = parseTick(payloads[i], limits);
         const record = entry.idempotencyRecord!;
-        if (parsed.ok) valid.push({ id: entry.id, tick: parsed.tick, record });
-        else rejected.push(this.reject(ctx, i, record, mark, parsed.error));
+        if (!parsed.ok) {
+          rejected.push(this.reject(ctx, i, record, mark, 'invalid-tick', parsed.error));
+          return;
+        }
+        // Judged against the entry's time (when Redis took it), not the clock of this handling.
+        const late = checkTickTime(parsed.tick.ts, entryIdTime(entry.id), limits);
+        if (late) rejected.push(this.reject(ctx, i, record, mark, 'ts-out-of-window', late));
+        else valid.push({ id: entry.id, tick: parsed.tick, record });
       });
       try {
         const results = valid.length > 0 ? await this.store.apply(valid, mark) : [];
@@ -64,6 +78,7 @@ export function createTicksConsumerController(config: TicksConfig): Type<unknown
       i: number,
       record: string,
       mark: DoneMark,
+      reason: TickRejection,
       error: string,
     ): Promise<void> {
       const entry = ctx.entries[i];
@@ -73,7 +88,7 @@ export function createTicksConsumerController(config: TicksConfig): Type<unknown
         group: ctx.group,
         consumer: ctx.consumer,
         deliveries: String(entry.deliveries),
-        reason: 'invalid-tick',
+        reason,
         error,
         failedAt: new Date().toISOString(),
         fields: JSON.stringify(entry.fields),
