@@ -11,9 +11,10 @@ import { TicksMetrics } from './ticks.metrics';
 /**
  * Why the consumer dead-lettered a tick (the `reason` of its dead-letter entry):
  * - `invalid-tick`: a field is missing, not a number, or out of range (`TICK_MAX_PRICE`, `TICK_MAX_QTY`);
- * - `ts-out-of-window`: `ts` too far before or after the time the tick reached the stream.
+ * - `ts-out-of-window`: `ts` too far before or after the time the tick reached the stream;
+ * - `volume-overflow`: the candle script refused it, since it would make a candle's volume infinite.
  */
-export type TickRejection = 'invalid-tick' | 'ts-out-of-window';
+export type TickRejection = 'invalid-tick' | 'ts-out-of-window' | 'volume-overflow';
 
 /**
  * The consumer of `config.stream`: a batch handler (each call gets a whole XREADGROUP batch). The
@@ -42,6 +43,8 @@ export function createTicksConsumerController(config: TicksConfig): Type<unknown
       const mark = ctx.idempotency;
       if (!mark) throw new Error('demo-ticks needs the transport idempotency with the Redis store');
       const valid: TickEntry[] = [];
+      /** The position in the batch of each valid tick. */
+      const positions: number[] = [];
       const rejected: Promise<void>[] = [];
       const { limits } = this.config;
       ctx.entries.forEach((entry, i) => {
@@ -54,7 +57,10 @@ export function createTicksConsumerController(config: TicksConfig): Type<unknown
         // Judged against the entry's time (when Redis took it), not the clock of this handling.
         const late = checkTickTime(parsed.tick.ts, entryIdTime(entry.id), limits);
         if (late) rejected.push(this.reject(ctx, i, record, mark, 'ts-out-of-window', late));
-        else valid.push({ id: entry.id, tick: parsed.tick, record });
+        else {
+          valid.push({ id: entry.id, tick: parsed.tick, record });
+          positions.push(i);
+        }
       });
       try {
         const results = valid.length > 0 ? await this.store.apply(valid, mark) : [];
@@ -63,12 +69,22 @@ export function createTicksConsumerController(config: TicksConfig): Type<unknown
           if (result === 'applied') {
             this.metrics.ticksHandled.inc();
             this.metrics.e2eLatency.observe(Math.max(0, now - entryIdTime(valid[i].id)) / 1000);
-          } else this.metrics.duplicatesSkipped.inc({ layer: 'effect' });
+          } else if (result === 'duplicate')
+            this.metrics.duplicatesSkipped.inc({ layer: 'effect' });
+          else {
+            const { tick } = valid[i];
+            const at = new Date(result.start).toISOString();
+            const error = `volume of the ${result.interval} candle of ${tick.symbol} at ${at} would not be finite: ${result.volume} so far + qty ${tick.qty}`;
+            rejected.push(
+              this.reject(ctx, positions[i], valid[i].record, mark, 'volume-overflow', error),
+            );
+          }
         });
         await Promise.all(rejected);
       } catch (err) {
         // Redis failed: the whole batch is retried (see the README).
         this.metrics.handlerErrors.inc();
+        await Promise.allSettled(rejected);
         throw err;
       }
     }
