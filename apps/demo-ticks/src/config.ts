@@ -12,7 +12,7 @@ export interface TicksConfig {
   keyPrefix: string;
   read: { count: number; blockMs: number };
   ack: { batchSize: number; intervalMs: number; maxPending: number };
-  claim: { minIdleMs: number; intervalMs: number };
+  claim: { minIdleMs: number; intervalMs: number; count: number };
   maxDeliveries: number;
   concurrency: number;
   idempotency: { ttlMs: number; maxSize: number; lockMs: number };
@@ -123,10 +123,11 @@ export function loadTicksConfig(env: Env = process.env): TicksConfig {
     },
     claim: {
       minIdleMs: int(env, 'CLAIM_MIN_IDLE_MS', 30_000, 1),
-      intervalMs: int(env, 'CLAIM_INTERVAL_MS', 5_000, 1),
+      intervalMs: int(env, 'CLAIM_INTERVAL_MS', 100, 1),
+      count: int(env, 'CLAIM_COUNT', 1000, 1),
     },
     maxDeliveries: int(env, 'MAX_DELIVERIES', 5, 1),
-    concurrency: int(env, 'CONCURRENCY', 1000, 1),
+    concurrency: int(env, 'CONCURRENCY', 2000, 1),
     idempotency: {
       ttlMs: int(env, 'IDEMPOTENCY_TTL_MS', 60_000, 1),
       maxSize: int(env, 'IDEMPOTENCY_MAX_SIZE', 100_000, 1),

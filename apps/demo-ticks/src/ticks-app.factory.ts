@@ -35,7 +35,7 @@ export function createTicksServer(config: TicksConfig): ServerRedisStreams {
     consumer: config.consumer,
     read: config.read,
     ack: config.ack,
-    claim: { ...config.claim, count: 100 },
+    claim: config.claim,
     deadLetter: {
       maxDeliveries: config.maxDeliveries,
       stream: () => config.deadLetterStream,
