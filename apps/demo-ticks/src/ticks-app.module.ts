@@ -5,13 +5,19 @@ import { Redis } from 'ioredis';
 import { RedisStreamsModule, ServerRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
 import { CandleStore } from './candles/candle-store';
 import { CollectorModule } from './collector/collector.module';
-import { TicksConfig } from './config';
+import { configToken, ticksConfigModule } from './config/ticks-config.module';
+import {
+  CandlesSettings,
+  ConsumerSettings,
+  RedisSettings,
+  TicksSettings,
+} from './config/ticks-env.schema';
 import { createTicksConsumerController } from './consumer/ticks-consumer.controller';
 import { TicksMetrics } from './consumer/ticks.metrics';
 import { HealthController } from './http/health.controller';
 import { MetricsController } from './http/metrics.controller';
 import { SymbolsController } from './http/symbols.controller';
-import { TICKS_CONFIG, TICKS_REDIS } from './ticks.constants';
+import { TICKS_REDIS } from './ticks.constants';
 
 /** Closes the app's Redis connection at shutdown, after the microservice closed. */
 @Injectable()
@@ -27,42 +33,48 @@ export class TicksRedisLifecycle implements OnApplicationShutdown {
   }
 }
 
-/** The consumer + HTTP app (and the collector when `config.collectorInProcess`). */
+/** The consumer + HTTP app (and the collector when `collector.inProcess`). */
 @Module({})
 export class TicksAppModule {
-  static register(config: TicksConfig, server: ServerRedisStreams): DynamicModule {
+  /**
+   * `settings` (from parseTicksEnv) become the ConfigModule namespaces; the consumer's
+   * `@EventPattern` needs the stream name when its class is made, and `server` is the instance
+   * passed to connectMicroservice (the health check reads it).
+   */
+  static register(settings: TicksSettings, server: ServerRedisStreams): DynamicModule {
     return {
       module: TicksAppModule,
       imports: [
+        ticksConfigModule(settings),
         TerminusModule,
         RedisStreamsHealthModule,
         RedisStreamsModule.forRoot({ captureErrors: false }),
-        ...(config.collectorInProcess ? [CollectorModule.register(config.collector)] : []),
+        ...(settings.collector.inProcess ? [CollectorModule] : []),
       ],
       controllers: [
-        createTicksConsumerController(config),
+        createTicksConsumerController(settings.consumer.stream),
         SymbolsController,
         HealthController,
         MetricsController,
       ],
       providers: [
-        { provide: TICKS_CONFIG, useValue: config },
         { provide: ServerRedisStreams, useValue: server },
         {
           provide: TICKS_REDIS,
-          useFactory: () =>
-            new Redis(config.redisUrl, { maxRetriesPerRequest: 2, connectionName: 'demo-ticks' }),
+          inject: [configToken('redis')],
+          useFactory: (redis: RedisSettings) =>
+            new Redis(redis.url, { maxRetriesPerRequest: 2, connectionName: 'demo-ticks' }),
         },
         {
           provide: CandleStore,
-          inject: [TICKS_REDIS],
-          useFactory: (redis: Redis) =>
+          inject: [TICKS_REDIS, configToken('candles'), configToken('consumer')],
+          useFactory: (redis: Redis, candles: CandlesSettings, consumer: ConsumerSettings) =>
             new CandleStore(redis, {
-              keyPrefix: config.keyPrefix,
-              stream: config.stream,
-              group: config.group,
-              keep: config.candlesKeep,
-              maxBatch: config.applyBatchMax,
+              keyPrefix: candles.keyPrefix,
+              stream: consumer.stream,
+              group: consumer.group,
+              keep: candles.keep,
+              maxBatch: candles.applyBatchMax,
             }),
         },
         { provide: TicksMetrics, useFactory: () => new TicksMetrics() },

@@ -34,8 +34,8 @@ describe('malformed ticks go to the dead-letter stream; the rest is processed ex
   beforeAll(async () => {
     redis = new Redis(REDIS_URL);
     ticks = await startTicksApp(testConfig(prefix));
-    stream = ticks.config.stream;
-    dlq = ticks.config.deadLetterStream;
+    stream = ticks.config.consumer.stream;
+    dlq = ticks.config.consumer.deadLetterStream;
     const ts = valid[10].ts;
     const bad: [string, string[]][] = [
       ['not JSON', ['data', '{"symbol":"AAA","price":']],

@@ -35,7 +35,7 @@ describe('HTTP API', () => {
   beforeAll(async () => {
     redis = new Redis(REDIS_URL);
     ticks = await startTicksApp(testConfig(`${prefix}ok:`));
-    await publish(redis, ticks.config.stream, fixture);
+    await publish(redis, ticks.config.consumer.stream, fixture);
     await waitFor(
       'all ticks handled',
       async () => (await ticks.metrics.value('ticks_handled_total')) === fixture.length,
@@ -122,7 +122,7 @@ describe('HTTP API', () => {
     expect(body.details.redis.status).toBe('up');
     expect(body.details.stream).toMatchObject({
       status: 'up',
-      stream: ticks.config.stream,
+      stream: ticks.config.consumer.stream,
       group: 'candles',
       lag: 0,
       pending: 0,
@@ -166,7 +166,7 @@ describe('GET /health with thresholds', () => {
   });
 
   it('is down (503) and says why when the pending count is over its limit', async () => {
-    await publish(redis, ticks.config.stream, fixture.slice(0, 10));
+    await publish(redis, ticks.config.consumer.stream, fixture.slice(0, 10));
     await waitFor('handled', async () => (await ticks.metrics.value('ticks_handled_total')) === 10);
     const res = await fetch(`${ticks.url}/health`);
     const body = (await res.json()) as any;

@@ -50,13 +50,13 @@ describe('volume overflow', () => {
 
   async function drain(app: TicksApp): Promise<void> {
     await waitFor('every entry read and acknowledged', () =>
-      groupDrained(redis, app.config.stream, 'candles'),
+      groupDrained(redis, app.config.consumer.stream, 'candles'),
     );
   }
 
   it('with the default maxima, qty 1e308 is an invalid tick; the candles stay exact', async () => {
     const app = await start('default');
-    const ids = await publish(redis, app.config.stream, [
+    const ids = await publish(redis, app.config.consumer.stream, [
       ...good.slice(0, 100),
       big(1e308),
       big(1e308, 1),
@@ -68,7 +68,7 @@ describe('volume overflow', () => {
         expectedCandles(good, symbol, '1m'),
       );
     expect((await fetch(`${app.url}/symbols/BIG/price`)).status).toBe(404);
-    const dead = await readDeadLetters(redis, app.config.deadLetterStream);
+    const dead = await readDeadLetters(redis, app.config.consumer.deadLetterStream);
     expect(dead.map((d) => d.id)).toEqual([ids[100], ids[101]]);
     for (const d of dead) {
       expect(d.reason).toBe('invalid-tick');
@@ -79,7 +79,7 @@ describe('volume overflow', () => {
   it('with the maxima raised, the script refuses the tick that would make a volume infinite', async () => {
     const app = await start('raised', { TICK_MAX_QTY: '1.7976931348623157e308' });
     const bigTicks = [big(2), big(1e308, 1), big(1e308, 2), big(3, 3)];
-    const ids = await publish(redis, app.config.stream, [
+    const ids = await publish(redis, app.config.consumer.stream, [
       ...good.slice(0, 100),
       ...bigTicks,
       ...good.slice(100),
@@ -100,7 +100,7 @@ describe('volume overflow', () => {
       );
     expect(await app.metrics.value('ticks_handled_total')).toBe(good.length + 3);
 
-    const dead = await readDeadLetters(redis, app.config.deadLetterStream);
+    const dead = await readDeadLetters(redis, app.config.consumer.deadLetterStream);
     expect(dead).toHaveLength(1);
     expect(dead[0]).toMatchObject({ id: ids[102], reason: 'volume-overflow' });
     expect(dead[0].error).toBe(

@@ -46,7 +46,7 @@ describe('ticks outside the time window are dead-lettered; nothing else changes'
     ticks = await startTicksApp(
       testConfig(prefix, { TICK_MAX_AGE_MS: '', TICK_MAX_FUTURE_MS: '' }),
     );
-    const stream = ticks.config.stream;
+    const stream = ticks.config.consumer.stream;
     // good, bad, good, bad, ...: each bad tick between good ones
     let from = 0;
     for (const [what, data] of bad) {
@@ -91,12 +91,12 @@ describe('ticks outside the time window are dead-lettered; nothing else changes'
   });
 
   it('each out-of-window tick is in the dead-letter stream once, with a readable reason', async () => {
-    const entries = await readDeadLetters(redis, ticks.config.deadLetterStream);
+    const entries = await readDeadLetters(redis, ticks.config.consumer.deadLetterStream);
     expect(entries.map((e) => e.id).sort()).toEqual([...badIds.keys()].sort());
     const byWhat = new Map(entries.map((e) => [badIds.get(e.id)!, e]));
     for (const e of entries) {
       expect(e.reason).toBe('ts-out-of-window');
-      expect(e.stream).toBe(ticks.config.stream);
+      expect(e.stream).toBe(ticks.config.consumer.stream);
       expect(JSON.parse(e.fields)).toEqual({ data: bad.get(badIds.get(e.id)!) });
     }
     expect(byWhat.get('max safe integer')!.error).toMatch(

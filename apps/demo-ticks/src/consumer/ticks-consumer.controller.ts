@@ -4,8 +4,8 @@ import { RedisStreamsBatchContext } from '@nest-redis-resilience/stream-batch-ac
 import { entryIdTime } from '../candles/candle';
 import { CandleStore, DoneMark, TickEntry } from '../candles/candle-store';
 import { checkTickTime, parseTick } from '../candles/tick';
-import { TicksConfig } from '../config';
-import { TICKS_CONFIG } from '../ticks.constants';
+import { InjectConfig } from '../config/ticks-config.module';
+import { ConsumerSettings, LimitsSettings } from '../config/ticks-env.schema';
 import { TicksMetrics } from './ticks.metrics';
 
 /**
@@ -17,14 +17,14 @@ import { TicksMetrics } from './ticks.metrics';
 export type TickRejection = 'invalid-tick' | 'ts-out-of-window' | 'volume-overflow';
 
 /**
- * The consumer of `config.stream`: a batch handler (each call gets a whole XREADGROUP batch). The
+ * The consumer of the ticks stream (`TICKS_STREAM`): a batch handler (each call gets a whole XREADGROUP batch). The
  * transport has already skipped the entries handled before (its idempotency, an in-process LRU and
  * Redis); the candle script marks each tick's idempotency record done in the same step as it
  * folds the tick, so even a redelivery that gets past that check is not counted twice.
  *
  * The class is made per app because the stream name (the `@EventPattern`) comes from the configuration.
  */
-export function createTicksConsumerController(config: TicksConfig): Type<unknown> {
+export function createTicksConsumerController(stream: string): Type<unknown> {
   @Controller()
   class TicksConsumerController {
     private readonly logger = new Logger('TicksConsumer');
@@ -32,10 +32,11 @@ export function createTicksConsumerController(config: TicksConfig): Type<unknown
     constructor(
       @Inject(CandleStore) private readonly store: CandleStore,
       @Inject(TicksMetrics) private readonly metrics: TicksMetrics,
-      @Inject(TICKS_CONFIG) private readonly config: TicksConfig,
+      @InjectConfig('consumer') private readonly consumer: ConsumerSettings,
+      @InjectConfig('limits') private readonly limits: LimitsSettings,
     ) {}
 
-    @EventPattern(config.stream, { batch: true })
+    @EventPattern(stream, { batch: true })
     async onTicks(
       @Payload() payloads: unknown[],
       @Ctx() ctx: RedisStreamsBatchContext,
@@ -46,7 +47,7 @@ export function createTicksConsumerController(config: TicksConfig): Type<unknown
       /** The position in the batch of each valid tick. */
       const positions: number[] = [];
       const rejected: Promise<void>[] = [];
-      const { limits } = this.config;
+      const { limits } = this;
       ctx.entries.forEach((entry, i) => {
         const parsed = parseTick(payloads[i], limits);
         const record = entry.idempotencyRecord!;
@@ -98,7 +99,7 @@ export function createTicksConsumerController(config: TicksConfig): Type<unknown
       error: string,
     ): Promise<void> {
       const entry = ctx.entries[i];
-      const fresh = await this.store.reject(record, mark, this.config.deadLetterStream, {
+      const fresh = await this.store.reject(record, mark, this.consumer.deadLetterStream, {
         stream: ctx.stream,
         id: entry.id,
         group: ctx.group,
@@ -111,7 +112,7 @@ export function createTicksConsumerController(config: TicksConfig): Type<unknown
       });
       if (fresh) {
         this.metrics.deadLettered.inc();
-        this.logger.warn(`Entry ${entry.id}: ${error}; moved to ${this.config.deadLetterStream}`);
+        this.logger.warn(`Entry ${entry.id}: ${error}; moved to ${this.consumer.deadLetterStream}`);
       } else this.metrics.duplicatesSkipped.inc({ layer: 'effect' });
     }
   }

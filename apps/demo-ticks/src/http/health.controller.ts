@@ -9,9 +9,10 @@ import {
 import { Redis } from 'ioredis';
 import { ServerRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
 import { RedisStreamsHealthIndicator } from '@nest-redis-resilience/stream-batch-ack/health';
-import { TicksConfig } from '../config';
+import { InjectConfig } from '../config/ticks-config.module';
+import { ConsumerSettings, HttpSettings } from '../config/ticks-env.schema';
 import { measureReclaimBacklog, ReclaimBacklog } from '../consumer/reclaim-backlog';
-import { TICKS_CONFIG, TICKS_REDIS } from '../ticks.constants';
+import { TICKS_REDIS } from '../ticks.constants';
 
 /**
  * GET /health: `redis` (PING), `stream` (the group's lag and pending count) and `reclaim` (entries
@@ -26,7 +27,8 @@ export class HealthController {
     private readonly streams: RedisStreamsHealthIndicator,
     @Inject(ServerRedisStreams) private readonly server: ServerRedisStreams,
     @Inject(TICKS_REDIS) private readonly redis: Redis,
-    @Inject(TICKS_CONFIG) private readonly config: TicksConfig,
+    @InjectConfig('consumer') private readonly consumer: ConsumerSettings,
+    @InjectConfig('http') private readonly http: HttpSettings,
   ) {}
 
   @Get()
@@ -34,9 +36,9 @@ export class HealthController {
   check(): Promise<HealthCheckResult> {
     const backlog = this.withTimeout(
       measureReclaimBacklog(this.redis, {
-        stream: this.config.stream,
-        group: this.config.group,
-        minIdleMs: this.config.claim.minIdleMs,
+        stream: this.consumer.stream,
+        group: this.consumer.group,
+        minIdleMs: this.consumer.claim.minIdleMs,
       }),
     );
     backlog.catch(() => undefined); // reported by the `reclaim` check
@@ -66,7 +68,8 @@ export class HealthController {
    * the entries waiting to be reclaimed do not count against HEALTH_MAX_PENDING.
    */
   private async stream(backlog: Promise<ReclaimBacklog>): Promise<HealthIndicatorResult> {
-    const { stream, group, health } = this.config;
+    const { stream, group } = this.consumer;
+    const { health } = this.http;
     const result = await this.streams.isHealthy('stream', {
       client: this.server,
       stream,
@@ -100,7 +103,7 @@ export class HealthController {
         degraded: true,
         backlog: count,
         consumers,
-        message: `${count} pending entries of ${idle} idle consumer(s) (idle over ${this.config.claim.minIdleMs} ms) wait to be reclaimed`,
+        message: `${count} pending entries of ${idle} idle consumer(s) (idle over ${this.consumer.claim.minIdleMs} ms) wait to be reclaimed`,
       });
     } catch (err) {
       return indicator.down({ message: (err as Error).message });
@@ -108,7 +111,7 @@ export class HealthController {
   }
 
   private async withTimeout<T>(work: Promise<T>): Promise<T> {
-    const ms = this.config.health.timeoutMs;
+    const ms = this.http.health.timeoutMs;
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
       return await Promise.race([

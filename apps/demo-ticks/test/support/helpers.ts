@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { RandomWalk } from '../../src/collector/random-walk';
-import { loadTicksConfig, TicksConfig } from '../../src/config';
+import { parseTicksEnv, TicksSettings } from '../../src/config/ticks-env.schema';
 
 import { REDIS_URL } from '../../../../test/support/redis';
 
@@ -49,8 +49,8 @@ export function testEnv(
   };
 }
 
-export function testConfig(prefix: string, overrides: Record<string, string> = {}): TicksConfig {
-  return loadTicksConfig(testEnv(prefix, overrides));
+export function testConfig(prefix: string, overrides: Record<string, string> = {}): TicksSettings {
+  return parseTicksEnv(testEnv(prefix, overrides));
 }
 
 export function readFixture(file = FIXTURE): FixtureTick[] {
