@@ -5,7 +5,7 @@ import { ServerRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
 import { CandleStore } from './candles/candle-store';
 import { CollectorService } from './collector/collector.service';
 import { LogLevelName, TicksSettings } from './config/ticks-env.schema';
-import { TicksMetrics } from './consumer/ticks.metrics';
+import { TicksMetrics } from './metrics/ticks.metrics';
 import { TicksAppModule } from './ticks-app.module';
 
 export interface TicksApp {

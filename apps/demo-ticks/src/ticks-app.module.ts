@@ -2,6 +2,7 @@ import { DynamicModule, Inject, Injectable, Module, OnApplicationShutdown } from
 import { TerminusModule } from '@nestjs/terminus';
 import { RedisStreamsHealthModule } from '@nest-redis-resilience/stream-batch-ack/health';
 import { Redis } from 'ioredis';
+import { Registry } from 'prom-client';
 import { RedisStreamsModule, ServerRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
 import { CandleStore } from './candles/candle-store';
 import { CollectorModule } from './collector/collector.module';
@@ -13,10 +14,10 @@ import {
   TicksSettings,
 } from './config/ticks-env.schema';
 import { createTicksConsumerController } from './consumer/ticks-consumer.controller';
-import { TicksMetrics } from './consumer/ticks.metrics';
 import { HealthController } from './http/health.controller';
-import { MetricsController } from './http/metrics.controller';
 import { SymbolsController } from './http/symbols.controller';
+import { ticksMetricProviders, ticksPrometheusModule } from './metrics/ticks-metrics.providers';
+import { TicksMetrics } from './metrics/ticks.metrics';
 import { TICKS_REDIS } from './ticks.constants';
 
 /** Closes the app's Redis connection at shutdown, after the microservice closed. */
@@ -42,6 +43,7 @@ export class TicksAppModule {
    * passed to connectMicroservice (the health check reads it).
    */
   static register(settings: TicksSettings, server: ServerRedisStreams): DynamicModule {
+    const metricsRegistry = new Registry(); // this app's (see ticks-metrics.providers.ts)
     return {
       module: TicksAppModule,
       imports: [
@@ -49,13 +51,13 @@ export class TicksAppModule {
         TerminusModule,
         RedisStreamsHealthModule,
         RedisStreamsModule.forRoot({ captureErrors: false }),
+        ticksPrometheusModule(metricsRegistry),
         ...(settings.collector.inProcess ? [CollectorModule] : []),
       ],
       controllers: [
         createTicksConsumerController(settings.consumer.stream),
         SymbolsController,
         HealthController,
-        MetricsController,
       ],
       providers: [
         { provide: ServerRedisStreams, useValue: server },
@@ -77,7 +79,8 @@ export class TicksAppModule {
               maxBatch: candles.applyBatchMax,
             }),
         },
-        { provide: TicksMetrics, useFactory: () => new TicksMetrics() },
+        ...ticksMetricProviders(metricsRegistry),
+        TicksMetrics,
         TicksRedisLifecycle,
       ],
     };

@@ -108,7 +108,9 @@ describe('malformed ticks go to the dead-letter stream; the rest is processed ex
     expect(byWhat.get('foreign entry, non-numeric')).toContain(
       'price must be a positive number (got "x1")',
     );
-    expect(await ticks.metrics.value('ticks_dead_lettered_total')).toBe(badIds.size - 1); // 'not JSON' is the library's
+    expect(await ticks.metrics.value('ticks_dead_lettered_total', { reason: 'invalid-tick' })).toBe(
+      badIds.size - 1,
+    ); // 'not JSON' is the library's
   });
 
   it('the candles are exactly those of the good ticks (the foreign one included); no bad value reached them', async () => {

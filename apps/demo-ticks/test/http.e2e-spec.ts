@@ -139,7 +139,21 @@ describe('HTTP API', () => {
     expect(metricValue(body, 'ack_batch_size_count')).toBe(xacks);
     expect(metricValue(body, 'ack_batch_size_sum')).toBe(fixture.length);
     expect(metricValue(body, 'tick_e2e_latency_seconds_count')).toBe(fixture.length);
-    expect(body).toContain('process_resident_memory_bytes');
+    expect(metricValue(body, 'ticks_batch_duration_seconds_count')).toBeGreaterThan(0);
+    expect(metricValue(body, 'ticks_dead_lettered_total')).toBe(0);
+    expect(body).toContain('\nticks_reclaim_backlog 0\n');
+    expect(body).toContain('\nack_queue_size 0\n');
+    // prom-client's default metrics (registered by PrometheusModule)
+    for (const name of [
+      'process_resident_memory_bytes',
+      'process_cpu_seconds_total',
+      'nodejs_eventloop_lag_seconds',
+      'nodejs_heap_size_used_bytes',
+    ])
+      expect(body).toContain(`# TYPE ${name} `);
+    // durations are in seconds
+    const names = [...body.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]);
+    expect(names.filter((n) => /_ms(_|$)|millis/.test(n))).toEqual([]);
   });
 });
 

@@ -107,7 +107,9 @@ describe('volume overflow', () => {
       `volume of the 1m candle of BIG at ${new Date(ts - 1000).toISOString()} would not be finite: 1e+308 so far + qty 1e+308`,
     );
     expect(JSON.parse(dead[0].fields)).toEqual({ data: JSON.stringify(bigTicks[2]) });
-    expect(await app.metrics.value('ticks_dead_lettered_total')).toBe(1);
+    expect(
+      await app.metrics.value('ticks_dead_lettered_total', { reason: 'volume-overflow' }),
+    ).toBe(1);
 
     // What Redis holds is a number, not "inf".
     const stored = await redis.hget(`${prefix}raised:candle:1m:BIG:${ts - 1000}`, 'v');

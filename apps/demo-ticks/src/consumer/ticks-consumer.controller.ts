@@ -6,7 +6,7 @@ import { CandleStore, DoneMark, TickEntry } from '../candles/candle-store';
 import { checkTickTime, parseTick } from '../candles/tick';
 import { InjectConfig } from '../config/ticks-config.module';
 import { ConsumerSettings, LimitsSettings } from '../config/ticks-env.schema';
-import { TicksMetrics } from './ticks.metrics';
+import { TicksMetrics } from '../metrics/ticks.metrics';
 
 /**
  * Why the consumer dead-lettered a tick (the `reason` of its dead-letter entry):
@@ -43,6 +43,7 @@ export function createTicksConsumerController(stream: string): Type<unknown> {
     ): Promise<void> {
       const mark = ctx.idempotency;
       if (!mark) throw new Error('demo-ticks needs the transport idempotency with the Redis store');
+      const endTimer = this.metrics.batchDuration.startTimer();
       const valid: TickEntry[] = [];
       /** The position in the batch of each valid tick. */
       const positions: number[] = [];
@@ -87,6 +88,8 @@ export function createTicksConsumerController(stream: string): Type<unknown> {
         this.metrics.handlerErrors.inc();
         await Promise.allSettled(rejected);
         throw err;
+      } finally {
+        endTimer();
       }
     }
 
@@ -111,7 +114,7 @@ export function createTicksConsumerController(stream: string): Type<unknown> {
         fields: JSON.stringify(entry.fields),
       });
       if (fresh) {
-        this.metrics.deadLettered.inc();
+        this.metrics.deadLettered.inc({ reason });
         this.logger.warn(`Entry ${entry.id}: ${error}; moved to ${this.consumer.deadLetterStream}`);
       } else this.metrics.duplicatesSkipped.inc({ layer: 'effect' });
     }
