@@ -127,6 +127,12 @@ describe('HTTP API', () => {
       lag: 0,
       pending: 0,
     });
+    expect(body.details.reclaim).toEqual({
+      status: 'up',
+      degraded: false,
+      backlog: 0,
+      consumers: {},
+    });
   });
 
   it('GET /metrics counts ticks, XACK calls and their sizes, and the e2e latency', async () => {

@@ -10,19 +10,23 @@ import { TicksMetrics } from '../metrics/ticks.metrics';
 
 /**
  * Why the consumer dead-lettered a tick (the `reason` of its dead-letter entry):
- * - `invalid-tick`: a field is missing, not a number, or out of range (`TICK_MAX_PRICE`, `TICK_MAX_QTY`);
+ * - `invalid-tick`: a field is missing, not a number, or out of range (`TICK_MAX_PRICE`,
+ *   `TICK_MAX_QTY`);
  * - `ts-out-of-window`: `ts` too far before or after the time the tick reached the stream;
  * - `volume-overflow`: the candle script refused it, since it would make a candle's volume infinite.
  */
 export type TickRejection = 'invalid-tick' | 'ts-out-of-window' | 'volume-overflow';
 
 /**
- * The consumer of the ticks stream (`TICKS_STREAM`): a batch handler (each call gets a whole XREADGROUP batch). The
- * transport has already skipped the entries handled before (its idempotency, an in-process LRU and
- * Redis); the candle script marks each tick's idempotency record done in the same step as it
- * folds the tick, so even a redelivery that gets past that check is not counted twice.
+ * The consumer of the ticks stream (`TICKS_STREAM`): a batch handler (each call gets a whole
+ * XREADGROUP batch, or a page of claimed entries). The transport has already skipped the entries
+ * handled before (its idempotency, an in-process LRU and Redis); the candle script marks each
+ * tick's idempotency record done in the same step as it folds the tick, so even a redelivery that
+ * gets past that check is not counted twice. Ticks that would corrupt a candle are dead-lettered
+ * (TickRejection).
  *
- * The class is made per app because the stream name (the `@EventPattern`) comes from the configuration.
+ * The class is made per app because the stream name (the `@EventPattern`) comes from the
+ * configuration.
  */
 export function createTicksConsumerController(stream: string): Type<unknown> {
   @Controller()

@@ -18,6 +18,7 @@ import { ServerRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
 import { configToken } from '../config/ticks-config.module';
 import type { ConsumerSettings } from '../config/ticks-env.schema';
 import { measureReclaimBacklog } from '../consumer/reclaim-backlog';
+import { TICKS_REDIS } from '../ticks.constants';
 
 export const TICKS_METRICS_REGISTRY = Symbol('TICKS_METRICS_REGISTRY');
 
@@ -142,11 +143,10 @@ export function ticksMetricProviders(registry: Registry): Provider[] {
       name: 'ticks_reclaim_backlog',
       help: 'Pending entries of consumers idle longer than CLAIM_MIN_IDLE_MS (crashed ones), waiting to be claimed (-1: could not be read).',
       registers,
-      inject: [ServerRedisStreams, configToken('consumer')],
-      async collect(this: Gauge, server: ServerRedisStreams, consumer: ConsumerSettings) {
+      inject: [TICKS_REDIS, configToken('consumer')],
+      async collect(this: Gauge, redis: Redis, consumer: ConsumerSettings) {
         try {
-          const commands = server.unwrap<[Redis, Redis]>()[1];
-          const { backlog } = await measureReclaimBacklog(commands, {
+          const { backlog } = await measureReclaimBacklog(redis, {
             stream: consumer.stream,
             group: consumer.group,
             minIdleMs: consumer.claim.minIdleMs,
