@@ -35,7 +35,7 @@ function run(
   });
 }
 
-jest.setTimeout(60_000);
+jest.setTimeout(120_000);
 
 describe('configuration', () => {
   it.each([
