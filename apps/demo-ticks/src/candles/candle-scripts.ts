@@ -55,7 +55,8 @@ end
 
 local function fmt(x) return string.format('%.17g', x) end
 local function finite(x) return x == x and x > -math.huge and x < math.huge end
--- The stored state of each candle the batch touches, read once (used again in step 2).
+-- The stored state of each candle the batch touches, read once (used again in step 2, unless
+-- step 2 deleted the candle).
 local stored = {}
 local out = {}
 local candles, order = {}, {}
@@ -134,7 +135,7 @@ end
 -- 2. Merge each aggregate into its stored candle.
 for _, key in ipairs(order) do
   local a = candles[key]
-  local c = stored[key]
+  local c = storedCandle(key)
   if not c[1] then
     redis.call('HSET', key, 'o', a.o, 'h', a.h, 'l', a.l, 'c', a.c, 'v', fmt(a.v), 'n', a.n,
       'ot', fmt(a.ot), 'oid', a.oid, 'ct', fmt(a.ct), 'cid', a.cid)
@@ -144,7 +145,11 @@ for _, key in ipairs(order) do
       local extra = redis.call('ZCARD', idx) - keep
       if extra > 0 then
         local old = redis.call('ZRANGE', idx, 0, extra - 1)
-        for _, s in ipairs(old) do redis.call('DEL', prefix .. 'candle:' .. a.name .. ':' .. a.sym .. ':' .. s) end
+        for _, s in ipairs(old) do
+          local gone = prefix .. 'candle:' .. a.name .. ':' .. a.sym .. ':' .. s
+          redis.call('DEL', gone)
+          stored[gone] = nil -- read again if a later aggregate of this batch merges into it
+        end
         redis.call('ZREMRANGEBYRANK', idx, 0, extra - 1)
       end
     end
