@@ -4,19 +4,23 @@
  * When it ends (COLLECTOR_DURATION_MS, or the end of the file) it prints its totals as one JSON
  * line on stdout: { published, failed, volume, skipped, startedAt, endedAt }.
  */
+import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { CollectorModule } from './collector/collector.module';
 import { CollectorService } from './collector/collector.service';
-import { loadTicksConfig, TicksConfigError } from './config';
+import { ticksConfigModule } from './config/ticks-config.module';
+import { parseTicksEnv, TicksConfigError } from './config/ticks-env.schema';
 import { loggerLevels } from './ticks-app.factory';
 
+@Module({})
+class CollectorAppModule {}
+
 async function main(): Promise<void> {
-  const config = loadTicksConfig();
+  // The same variables and checks as the consumer's (COLLECTOR_*, REDIS_URL, TICKS_STREAM).
+  const config = parseTicksEnv(process.env);
   const app = await NestFactory.createApplicationContext(
-    CollectorModule.register(config.collector),
-    {
-      logger: loggerLevels(config.logLevel),
-    },
+    { module: CollectorAppModule, imports: [ticksConfigModule(config), CollectorModule] },
+    { logger: loggerLevels(config.logging.level) },
   );
   const collector = app.get(CollectorService);
   const stop = (): void => void collector.stop();

@@ -4,16 +4,16 @@
  *   npm run start:ticks
  */
 import { Logger } from '@nestjs/common';
-import { loadTicksConfig, TicksConfigError } from './config';
+import { parseTicksEnv, TicksConfigError } from './config/ticks-env.schema';
 import { startTicksApp } from './ticks-app.factory';
 
 async function main(): Promise<void> {
-  const config = loadTicksConfig();
+  const config = parseTicksEnv(process.env);
   const ticks = await startTicksApp(config);
   ticks.app.enableShutdownHooks();
   const logger = new Logger('demo-ticks');
   logger.log(
-    `Consuming "${config.stream}" as ${config.group}/${config.consumer}; HTTP on ${ticks.url}`,
+    `Consuming "${config.consumer.stream}" as ${config.consumer.group}/${config.consumer.consumer}; HTTP on ${ticks.url}`,
   );
   logger.log(
     `Try: ${ticks.url}/symbols  ${ticks.url}/symbols/SYM001/candles?interval=1m&limit=5  ${ticks.url}/health  ${ticks.url}/metrics`,

@@ -4,8 +4,8 @@ import { MicroserviceOptions } from '@nestjs/microservices';
 import { ServerRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
 import { CandleStore } from './candles/candle-store';
 import { CollectorService } from './collector/collector.service';
-import { TicksConfig } from './config';
-import { TicksMetrics } from './consumer/ticks.metrics';
+import { LogLevelName, TicksSettings } from './config/ticks-env.schema';
+import { TicksMetrics } from './metrics/ticks.metrics';
 import { TicksAppModule } from './ticks-app.module';
 
 export interface TicksApp {
@@ -13,42 +13,47 @@ export interface TicksApp {
   server: ServerRedisStreams;
   store: CandleStore;
   metrics: TicksMetrics;
-  config: TicksConfig;
-  /** The collector, when `config.collectorInProcess`. */
+  /** The configuration namespaces the app runs with. */
+  config: TicksSettings;
+  /** The collector, when `config.collector.inProcess`. */
   collector?: CollectorService;
   /** Base URL of the HTTP API, e.g. http://127.0.0.1:3001 */
   url: string;
   close(): Promise<void>;
 }
 
-export function loggerLevels(level: TicksConfig['logLevel']): LogLevel[] | false {
+export function loggerLevels(level: LogLevelName): LogLevel[] | false {
   const order: LogLevel[] = ['error', 'warn', 'log', 'debug'];
   if (level === 'silent') return false;
   return order.slice(0, order.indexOf(level) + 1).concat(level === 'debug' ? ['verbose'] : []);
 }
 
-/** The consumer on ServerRedisStreams, with the options of `config`. */
-export function createTicksServer(config: TicksConfig): ServerRedisStreams {
+/** The consumer on ServerRedisStreams, with the options of the `redis` and `consumer` namespaces. */
+export function createTicksServer(config: TicksSettings): ServerRedisStreams {
+  const { consumer } = config;
   return new ServerRedisStreams({
-    connection: config.redisUrl,
-    group: config.group,
-    consumer: config.consumer,
-    read: config.read,
-    ack: config.ack,
-    claim: { ...config.claim, count: 100 },
+    connection: config.redis.url,
+    group: consumer.group,
+    consumer: consumer.consumer,
+    read: consumer.read,
+    ack: consumer.ack,
+    // Entries of crashed consumers are claimed a page (`count`) per round, a round every
+    // `intervalMs`: with rounds no slower than a page is handled, a backlog drains as fast as the
+    // consumer handles it (CONCURRENCY above `count` lets a page be claimed while one is handled).
+    claim: consumer.claim,
     deadLetter: {
-      maxDeliveries: config.maxDeliveries,
-      stream: () => config.deadLetterStream,
+      maxDeliveries: consumer.maxDeliveries,
+      stream: () => consumer.deadLetterStream,
     },
-    concurrency: config.concurrency,
-    // Entries handled before are skipped per batch (in-process LRU, then Redis); the candle
-    // script marks each entry's record done in the same step as it applies the tick.
+    concurrency: consumer.concurrency,
+    // Entries handled before are skipped per batch (in-process LRU, then Redis); the candle script
+    // marks each entry's record done in the same step as it applies the tick.
     idempotency: {
       store: 'redis',
-      keyPrefix: `${config.keyPrefix}idem:`,
-      ttlMs: config.idempotency.ttlMs,
-      lockMs: config.idempotency.lockMs,
-      maxSize: config.idempotency.maxSize,
+      keyPrefix: `${config.candles.keyPrefix}idem:`,
+      ttlMs: consumer.idempotency.ttlMs,
+      lockMs: consumer.idempotency.lockMs,
+      maxSize: consumer.idempotency.maxSize,
     },
   });
 }
@@ -58,32 +63,35 @@ export function createTicksServer(config: TicksConfig): ServerRedisStreams {
  * `startTicksApp` starts it.
  */
 export async function createTicksApp(
-  config: TicksConfig,
+  config: TicksSettings,
 ): Promise<{ app: INestApplication; server: ServerRedisStreams }> {
   const server = createTicksServer(config);
   const app = await NestFactory.create(TicksAppModule.register(config, server), {
-    logger: loggerLevels(config.logLevel),
+    logger: loggerLevels(config.logging.level),
     abortOnError: false,
   });
   app.connectMicroservice<MicroserviceOptions>({ strategy: server }, { inheritAppConfig: true });
   return { app, server };
 }
 
-/** Builds and starts the app: consumer, HTTP on config.http, and the in-process collector if enabled. */
-export async function startTicksApp(config: TicksConfig): Promise<TicksApp> {
+/**
+ * Builds and starts the app: consumer, HTTP on `config.http`, and the in-process collector if
+ * enabled. `config` comes from parseTicksEnv (main.ts: process.env).
+ */
+export async function startTicksApp(config: TicksSettings): Promise<TicksApp> {
   const { app, server } = await createTicksApp(config);
   try {
     await app.startAllMicroservices();
     const metrics = app.get(TicksMetrics);
     metrics.instrument(server);
-    await app.listen(config.http.port, config.http.host);
+    const { host, port } = config.http;
+    await app.listen(port, host);
     const address = app.getHttpServer().address() as { port: number } | string;
-    const port = typeof address === 'string' ? config.http.port : address.port;
-    const host =
-      config.http.host === '0.0.0.0' || config.http.host === '::' ? '127.0.0.1' : config.http.host;
+    const boundPort = typeof address === 'string' ? port : address.port;
+    const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
     let closing: Promise<void> | undefined;
     let collector: CollectorService | undefined;
-    if (config.collectorInProcess) {
+    if (config.collector.inProcess) {
       const started = app.get(CollectorService);
       collector = started;
       void started.start().then((stats) => metrics.published.inc(stats.published));
@@ -95,7 +103,7 @@ export async function startTicksApp(config: TicksConfig): Promise<TicksApp> {
       metrics,
       config,
       collector,
-      url: `http://${host}:${port}`,
+      url: `http://${urlHost}:${boundPort}`,
       close: () => (closing ??= app.close()),
     };
   } catch (err) {

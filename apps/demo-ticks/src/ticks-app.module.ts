@@ -2,16 +2,23 @@ import { DynamicModule, Inject, Injectable, Module, OnApplicationShutdown } from
 import { TerminusModule } from '@nestjs/terminus';
 import { RedisStreamsHealthModule } from '@nest-redis-resilience/stream-batch-ack/health';
 import { Redis } from 'ioredis';
+import { Registry } from 'prom-client';
 import { RedisStreamsModule, ServerRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
 import { CandleStore } from './candles/candle-store';
 import { CollectorModule } from './collector/collector.module';
-import { TicksConfig } from './config';
+import { configToken, ticksConfigModule } from './config/ticks-config.module';
+import {
+  CandlesSettings,
+  ConsumerSettings,
+  RedisSettings,
+  TicksSettings,
+} from './config/ticks-env.schema';
 import { createTicksConsumerController } from './consumer/ticks-consumer.controller';
-import { TicksMetrics } from './consumer/ticks.metrics';
 import { HealthController } from './http/health.controller';
-import { MetricsController } from './http/metrics.controller';
 import { SymbolsController } from './http/symbols.controller';
-import { TICKS_CONFIG, TICKS_REDIS } from './ticks.constants';
+import { ticksMetricProviders, ticksPrometheusModule } from './metrics/ticks-metrics.providers';
+import { TicksMetrics } from './metrics/ticks.metrics';
+import { TICKS_REDIS } from './ticks.constants';
 
 /** Closes the app's Redis connection at shutdown, after the microservice closed. */
 @Injectable()
@@ -27,45 +34,53 @@ export class TicksRedisLifecycle implements OnApplicationShutdown {
   }
 }
 
-/** The consumer + HTTP app (and the collector when `config.collectorInProcess`). */
+/** The consumer + HTTP app (and the collector when `collector.inProcess`). */
 @Module({})
 export class TicksAppModule {
-  static register(config: TicksConfig, server: ServerRedisStreams): DynamicModule {
+  /**
+   * `settings` (from parseTicksEnv) become the ConfigModule namespaces; the consumer's
+   * `@EventPattern` needs the stream name when its class is made, and `server` is the instance
+   * passed to connectMicroservice (the health check reads it).
+   */
+  static register(settings: TicksSettings, server: ServerRedisStreams): DynamicModule {
+    const metricsRegistry = new Registry(); // this app's (see ticks-metrics.providers.ts)
     return {
       module: TicksAppModule,
       imports: [
+        ticksConfigModule(settings),
         TerminusModule,
         RedisStreamsHealthModule,
         RedisStreamsModule.forRoot({ captureErrors: false }),
-        ...(config.collectorInProcess ? [CollectorModule.register(config.collector)] : []),
+        ticksPrometheusModule(metricsRegistry),
+        ...(settings.collector.inProcess ? [CollectorModule] : []),
       ],
       controllers: [
-        createTicksConsumerController(config),
+        createTicksConsumerController(settings.consumer.stream),
         SymbolsController,
         HealthController,
-        MetricsController,
       ],
       providers: [
-        { provide: TICKS_CONFIG, useValue: config },
         { provide: ServerRedisStreams, useValue: server },
         {
           provide: TICKS_REDIS,
-          useFactory: () =>
-            new Redis(config.redisUrl, { maxRetriesPerRequest: 2, connectionName: 'demo-ticks' }),
+          inject: [configToken('redis')],
+          useFactory: (redis: RedisSettings) =>
+            new Redis(redis.url, { maxRetriesPerRequest: 2, connectionName: 'demo-ticks' }),
         },
         {
           provide: CandleStore,
-          inject: [TICKS_REDIS],
-          useFactory: (redis: Redis) =>
+          inject: [TICKS_REDIS, configToken('candles'), configToken('consumer')],
+          useFactory: (redis: Redis, candles: CandlesSettings, consumer: ConsumerSettings) =>
             new CandleStore(redis, {
-              keyPrefix: config.keyPrefix,
-              stream: config.stream,
-              group: config.group,
-              keep: config.candlesKeep,
-              maxBatch: config.applyBatchMax,
+              keyPrefix: candles.keyPrefix,
+              stream: consumer.stream,
+              group: consumer.group,
+              keep: candles.keep,
+              maxBatch: candles.applyBatchMax,
             }),
         },
-        { provide: TicksMetrics, useFactory: () => new TicksMetrics() },
+        ...ticksMetricProviders(metricsRegistry),
+        TicksMetrics,
         TicksRedisLifecycle,
       ],
     };

@@ -1,4 +1,3 @@
 /** Injection tokens of the demo. */
-export const TICKS_CONFIG = Symbol('TICKS_CONFIG');
 export const TICKS_REDIS = Symbol('TICKS_REDIS');
 export const TICKS_CLIENT = 'TICKS_CLIENT';

@@ -34,8 +34,8 @@ describe('malformed ticks go to the dead-letter stream; the rest is processed ex
   beforeAll(async () => {
     redis = new Redis(REDIS_URL);
     ticks = await startTicksApp(testConfig(prefix));
-    stream = ticks.config.stream;
-    dlq = ticks.config.deadLetterStream;
+    stream = ticks.config.consumer.stream;
+    dlq = ticks.config.consumer.deadLetterStream;
     const ts = valid[10].ts;
     const bad: [string, string[]][] = [
       ['not JSON', ['data', '{"symbol":"AAA","price":']],
@@ -108,7 +108,9 @@ describe('malformed ticks go to the dead-letter stream; the rest is processed ex
     expect(byWhat.get('foreign entry, non-numeric')).toContain(
       'price must be a positive number (got "x1")',
     );
-    expect(await ticks.metrics.value('ticks_dead_lettered_total')).toBe(badIds.size - 1); // 'not JSON' is the library's
+    expect(await ticks.metrics.value('ticks_dead_lettered_total', { reason: 'invalid-tick' })).toBe(
+      badIds.size - 1,
+    ); // 'not JSON' is the library's
   });
 
   it('the candles are exactly those of the good ticks (the foreign one included); no bad value reached them', async () => {

@@ -49,7 +49,7 @@ describe('the same ticks delivered twice (a lost batch XACK)', () => {
   });
 
   it('volumes are not doubled: the second delivery of each tick is skipped', async () => {
-    const stream = a.config.stream;
+    const stream = a.config.consumer.stream;
     await publish(redis, stream, fixture);
     await waitFor(
       'A handled every tick',
@@ -81,7 +81,7 @@ describe('the same ticks delivered twice (a lost batch XACK)', () => {
   });
 
   it('a redelivery to the same process is skipped by the in-memory idempotency LRU', async () => {
-    const stream = a.config.stream;
+    const stream = a.config.consumer.stream;
     await a.close(); // B alone reads from now on
     const before = await b!.metrics.value('ticks_duplicates_skipped_total', { layer: 'memory' });
     // Rewind the group: every entry, already acknowledged, is delivered to B once more.

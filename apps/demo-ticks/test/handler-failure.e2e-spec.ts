@@ -48,7 +48,7 @@ describe('candle writes fail, then recover (same consumer)', () => {
   });
 
   it('failed ticks are retried and then counted exactly once', async () => {
-    const stream = app.config.stream;
+    const stream = app.config.consumer.stream;
     await publish(redis, stream, fixture);
     await waitFor(
       'every tick failed once',
@@ -67,7 +67,7 @@ describe('candle writes fail, then recover (same consumer)', () => {
 
     expect(await app.metrics.value('ticks_handler_errors_total')).toBeGreaterThan(0);
     expect(await app.metrics.value('ticks_duplicates_skipped_total')).toBe(0);
-    expect(await redis.xlen(app.config.deadLetterStream)).toBe(0);
+    expect(await redis.xlen(app.config.consumer.deadLetterStream)).toBe(0);
     const symbols = [...new Set(fixture.map((t) => t.symbol))];
     for (const symbol of symbols)
       for (const interval of ['1m', '5m', '30m'])

@@ -35,7 +35,7 @@ describe('HTTP API', () => {
   beforeAll(async () => {
     redis = new Redis(REDIS_URL);
     ticks = await startTicksApp(testConfig(`${prefix}ok:`));
-    await publish(redis, ticks.config.stream, fixture);
+    await publish(redis, ticks.config.consumer.stream, fixture);
     await waitFor(
       'all ticks handled',
       async () => (await ticks.metrics.value('ticks_handled_total')) === fixture.length,
@@ -122,10 +122,16 @@ describe('HTTP API', () => {
     expect(body.details.redis.status).toBe('up');
     expect(body.details.stream).toMatchObject({
       status: 'up',
-      stream: ticks.config.stream,
+      stream: ticks.config.consumer.stream,
       group: 'candles',
       lag: 0,
       pending: 0,
+    });
+    expect(body.details.reclaim).toEqual({
+      status: 'up',
+      degraded: false,
+      backlog: 0,
+      consumers: {},
     });
   });
 
@@ -139,7 +145,21 @@ describe('HTTP API', () => {
     expect(metricValue(body, 'ack_batch_size_count')).toBe(xacks);
     expect(metricValue(body, 'ack_batch_size_sum')).toBe(fixture.length);
     expect(metricValue(body, 'tick_e2e_latency_seconds_count')).toBe(fixture.length);
-    expect(body).toContain('process_resident_memory_bytes');
+    expect(metricValue(body, 'ticks_batch_duration_seconds_count')).toBeGreaterThan(0);
+    expect(metricValue(body, 'ticks_dead_lettered_total')).toBe(0);
+    expect(body).toContain('\nticks_reclaim_backlog 0\n');
+    expect(body).toContain('\nack_queue_size 0\n');
+    // prom-client's default metrics (registered by PrometheusModule)
+    for (const name of [
+      'process_resident_memory_bytes',
+      'process_cpu_seconds_total',
+      'nodejs_eventloop_lag_seconds',
+      'nodejs_heap_size_used_bytes',
+    ])
+      expect(body).toContain(`# TYPE ${name} `);
+    // durations are in seconds
+    const names = [...body.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]);
+    expect(names.filter((n) => /_ms(_|$)|millis/.test(n))).toEqual([]);
   });
 });
 
@@ -166,7 +186,7 @@ describe('GET /health with thresholds', () => {
   });
 
   it('is down (503) and says why when the pending count is over its limit', async () => {
-    await publish(redis, ticks.config.stream, fixture.slice(0, 10));
+    await publish(redis, ticks.config.consumer.stream, fixture.slice(0, 10));
     await waitFor('handled', async () => (await ticks.metrics.value('ticks_handled_total')) === 10);
     const res = await fetch(`${ticks.url}/health`);
     const body = (await res.json()) as any;

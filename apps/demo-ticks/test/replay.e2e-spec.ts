@@ -90,7 +90,7 @@ describe('replaying a fixed file of ticks through the in-process collector', () 
   it('every entry is acknowledged, in batches (far fewer XACK calls than ticks)', async () => {
     await waitFor(
       'no entry pending',
-      async () => (await pendingCount(redis, ticks.config.stream, 'candles')) === 0,
+      async () => (await pendingCount(redis, ticks.config.consumer.stream, 'candles')) === 0,
     );
     const xacks = await ticks.metrics.value('xack_calls_total');
     expect(xacks).toBeGreaterThan(0);

@@ -18,12 +18,16 @@ import { IDEMPOTENT_EFFECT_LUA } from '@nest-redis-resilience/stream-batch-ack';
  * expired since).
  * The fold is order-independent: open is the tick with the smallest (ts, entry id), close the one
  * with the greatest; so a redelivered old tick lands where it belongs.
+ * Sums stay finite: a tick that would make the volume of one of its candles infinite (stored sum,
+ * plus this batch's, plus its qty) is refused before its record is taken, and changes nothing;
+ * the consumer dead-letters it.
  *
  * KEYS[1] symbols, KEYS[2] stream, KEYS[3..] the idempotency record of each tick
  * ARGV[1] prefix, ARGV[2] candles kept per symbol and interval (0 = all),
  * ARGV[3] intervals 'name:ms,name:ms,...', ARGV[4] group, ARGV[5] token, ARGV[6] done TTL (ms),
  * then 5 per tick: id, symbol, price, qty, ts
- * Returns one integer per tick: 1 applied, 0 duplicate.
+ * Returns one value per tick: 1 applied, 0 duplicate, or (refused) the string
+ * '<interval>:<candle start>:<volume so far>' of the candle whose volume it would overflow.
  */
 export const APPLY_TICKS_LUA = `${IDEMPOTENT_EFFECT_LUA}
 local symbols, stream = KEYS[1], KEYS[2]
@@ -49,23 +53,60 @@ local function before(ts1, id1, ts2, id2)
   return s1 < s2
 end
 
--- 1. Which ticks are new; fold the new ones into per-candle and per-symbol aggregates (no I/O).
+local function fmt(x) return string.format('%.17g', x) end
+local function finite(x) return x == x and x > -math.huge and x < math.huge end
+-- The stored state of each candle the batch touches, read once (used again in step 2, unless
+-- step 2 deleted the candle).
+local stored = {}
 local out = {}
 local candles, order = {}, {}
 local lasts, symorder = {}, {}
+local function storedCandle(key)
+  local c = stored[key]
+  if not c then
+    c = redis.call('HMGET', key, 'h', 'l', 'ot', 'oid', 'ct', 'cid', 'v', 'n')
+    stored[key] = c
+  end
+  return c
+end
+
+-- The candle whose volume the tick would make non-finite ('<interval>:<start>:<volume so far>'),
+-- counting the stored sum and this batch's: step 2 writes stored + batch.
+local function overflow(keys, starts, qty)
+  for j = 1, #ivs do
+    local a = candles[keys[j]]
+    local batch = a and a.v or 0
+    local sum = tonumber(storedCandle(keys[j])[7] or '0')
+    if not finite(sum + (batch + qty)) then
+      return ivs[j][1] .. ':' .. starts[j] .. ':' .. fmt(sum + batch)
+    end
+  end
+  return nil
+end
+
+-- 1. Which ticks are new; fold the new ones into per-candle and per-symbol aggregates (reads only).
 for i = 7, #ARGV, 5 do
   local id, sym, p, q, tss = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
   local record = KEYS[2 + (i - 2) / 5]
-  if #redis.call('XPENDING', stream, group, id, id, 1) == 0
-    or not sba_take(record, token, ttl) then
-    out[#out + 1] = 0
+  local price, qty, ts = tonumber(p), tonumber(q), tonumber(tss)
+  local keys, starts = {}, {}
+  for j = 1, #ivs do
+    local name, len = ivs[j][1], ivs[j][2]
+    starts[j] = string.format('%.0f', ts - (ts % len))
+    keys[j] = prefix .. 'candle:' .. name .. ':' .. sym .. ':' .. starts[j]
+  end
+  local result
+  if #redis.call('XPENDING', stream, group, id, id, 1) == 0 then
+    result = 0 -- acknowledged, so applied before
   else
-    out[#out + 1] = 1
-    local price, qty, ts = tonumber(p), tonumber(q), tonumber(tss)
+    -- A refused tick's record is not taken: the consumer dead-letters it (and marks it done then).
+    result = overflow(keys, starts, qty)
+    if not result then result = sba_take(record, token, ttl) and 1 or 0 end
+  end
+  out[#out + 1] = result
+  if result == 1 then
     for j = 1, #ivs do
-      local name, len = ivs[j][1], ivs[j][2]
-      local start = string.format('%.0f', ts - (ts % len))
-      local key = prefix .. 'candle:' .. name .. ':' .. sym .. ':' .. start
+      local name, start, key = ivs[j][1], starts[j], keys[j]
       local a = candles[key]
       if not a then
         a = { name = name, sym = sym, start = start, o = p, op = price, ot = ts, oid = id,
@@ -92,10 +133,9 @@ for i = 7, #ARGV, 5 do
 end
 
 -- 2. Merge each aggregate into its stored candle.
-local function fmt(x) return string.format('%.17g', x) end
 for _, key in ipairs(order) do
   local a = candles[key]
-  local c = redis.call('HMGET', key, 'h', 'l', 'ot', 'oid', 'ct', 'cid', 'v', 'n')
+  local c = storedCandle(key)
   if not c[1] then
     redis.call('HSET', key, 'o', a.o, 'h', a.h, 'l', a.l, 'c', a.c, 'v', fmt(a.v), 'n', a.n,
       'ot', fmt(a.ot), 'oid', a.oid, 'ct', fmt(a.ct), 'cid', a.cid)
@@ -105,7 +145,11 @@ for _, key in ipairs(order) do
       local extra = redis.call('ZCARD', idx) - keep
       if extra > 0 then
         local old = redis.call('ZRANGE', idx, 0, extra - 1)
-        for _, s in ipairs(old) do redis.call('DEL', prefix .. 'candle:' .. a.name .. ':' .. a.sym .. ':' .. s) end
+        for _, s in ipairs(old) do
+          local gone = prefix .. 'candle:' .. a.name .. ':' .. a.sym .. ':' .. s
+          redis.call('DEL', gone)
+          stored[gone] = nil -- read again if a later aggregate of this batch merges into it
+        end
         redis.call('ZREMRANGEBYRANK', idx, 0, extra - 1)
       end
     end

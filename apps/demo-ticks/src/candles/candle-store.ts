@@ -16,7 +16,16 @@ export interface CandleStoreOptions {
   maxBatch: number;
 }
 
-export type ApplyResult = 'applied' | 'duplicate';
+/** A tick the apply script refused: it would make this candle's volume infinite. */
+export interface VolumeOverflow {
+  interval: string;
+  /** The candle's start (ms since the epoch). */
+  start: number;
+  /** The candle's volume before this tick (stored, plus the ticks of its batch applied before it). */
+  volume: number;
+}
+
+export type ApplyResult = 'applied' | 'duplicate' | VolumeOverflow;
 
 export interface LatestPrice {
   symbol: string;
@@ -38,7 +47,7 @@ export interface DoneMark {
 }
 
 type ScriptedRedis = Redis & {
-  ticksApply(...args: (string | number)[]): Promise<number[]>;
+  ticksApply(...args: (string | number)[]): Promise<(number | string)[]>;
   ticksReject(...args: (string | number)[]): Promise<number>;
 };
 
@@ -68,7 +77,10 @@ export class CandleStore {
     return this.options.keyPrefix + name;
   }
 
-  /** Applies each tick once; resolves with what happened to each, in order. */
+  /**
+   * Applies each tick once; resolves with what happened to each, in order. A tick that would make
+   * a candle's volume infinite is refused (its record is left to `reject`).
+   */
   async apply(entries: readonly TickEntry[], mark: DoneMark): Promise<ApplyResult[]> {
     const chunks: TickEntry[][] = [];
     for (let i = 0; i < entries.length; i += this.options.maxBatch)
@@ -95,7 +107,13 @@ export class CandleStore {
     for (const { id, tick } of entries)
       args.push(id, tick.symbol, String(tick.price), String(tick.qty), String(tick.ts));
     const results = await this.redis.ticksApply(...args);
-    return results.map((r) => (Number(r) === 1 ? 'applied' : 'duplicate'));
+    return results.map((r): ApplyResult => {
+      if (typeof r === 'string') {
+        const [interval, start, volume] = r.split(':');
+        return { interval, start: Number(start), volume: Number(volume) };
+      }
+      return r === 1 ? 'applied' : 'duplicate';
+    });
   }
 
   /**

@@ -1,30 +1,32 @@
-import { DynamicModule, Module } from '@nestjs/common';
+import { Module } from '@nestjs/common';
 import { ClientsModule } from '@nestjs/microservices';
 import { ClientRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
-import { CollectorConfig } from '../config';
+import { configToken } from '../config/ticks-config.module';
+import { CollectorSettings, RedisSettings } from '../config/ticks-env.schema';
 import { TICKS_CLIENT } from '../ticks.constants';
-import { COLLECTOR_CONFIG, CollectorService } from './collector.service';
+import { CollectorService } from './collector.service';
 
-/** The collector: CollectorService and its ClientRedisStreams. */
-@Module({})
-export class CollectorModule {
-  static register(config: CollectorConfig): DynamicModule {
-    return {
-      module: CollectorModule,
-      imports: [
-        ClientsModule.register([
-          {
-            name: TICKS_CLIENT,
-            customClass: ClientRedisStreams,
-            options: {
-              connection: config.redisUrl,
-              ...(config.maxLen > 0 ? { maxLen: config.maxLen } : {}),
-            },
+/**
+ * The collector: CollectorService and its ClientRedisStreams, configured from the `redis` and
+ * `collector` namespaces (import ticksConfigModule first).
+ */
+@Module({
+  imports: [
+    ClientsModule.registerAsync([
+      {
+        name: TICKS_CLIENT,
+        inject: [configToken('redis'), configToken('collector')],
+        useFactory: (redis: RedisSettings, collector: CollectorSettings) => ({
+          customClass: ClientRedisStreams,
+          options: {
+            connection: redis.url,
+            ...(collector.maxLen > 0 ? { maxLen: collector.maxLen } : {}),
           },
-        ]),
-      ],
-      providers: [{ provide: COLLECTOR_CONFIG, useValue: config }, CollectorService],
-      exports: [CollectorService],
-    };
-  }
-}
+        }),
+      },
+    ]),
+  ],
+  providers: [CollectorService],
+  exports: [CollectorService],
+})
+export class CollectorModule {}

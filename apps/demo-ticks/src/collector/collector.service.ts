@@ -3,11 +3,10 @@ import { ClientProxy } from '@nestjs/microservices';
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { lastValueFrom } from 'rxjs';
-import { CollectorConfig } from '../config';
+import { InjectConfig } from '../config/ticks-config.module';
+import { CollectorSettings } from '../config/ticks-env.schema';
 import { TICKS_CLIENT } from '../ticks.constants';
 import { RandomWalk } from './random-walk';
-
-export const COLLECTOR_CONFIG = Symbol('COLLECTOR_CONFIG');
 
 export interface CollectorStats {
   /** Ticks whose XADD succeeded. */
@@ -33,7 +32,7 @@ export class CollectorService implements OnModuleDestroy {
 
   constructor(
     @Inject(TICKS_CLIENT) private readonly client: ClientProxy,
-    @Inject(COLLECTOR_CONFIG) private readonly config: CollectorConfig,
+    @InjectConfig('collector') private readonly config: CollectorSettings,
   ) {}
 
   /** Starts publishing as configured (replay file or synthetic); resolves when it ends. */
@@ -83,7 +82,7 @@ export class CollectorService implements OnModuleDestroy {
   /** `symbols` x `ratePerSymbol` ticks per second, spread over 10 ms steps, for `durationMs`. */
   async runSynthetic(
     options: Partial<
-      Pick<CollectorConfig, 'symbols' | 'ratePerSymbol' | 'durationMs' | 'seed'>
+      Pick<CollectorSettings, 'symbols' | 'ratePerSymbol' | 'durationMs' | 'seed'>
     > = {},
   ): Promise<CollectorStats> {
     const { symbols, ratePerSymbol, durationMs, seed } = { ...this.config, ...options };

@@ -3,20 +3,32 @@ import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { RedisStreamsBatchContext } from '@nest-redis-resilience/stream-batch-ack';
 import { entryIdTime } from '../candles/candle';
 import { CandleStore, DoneMark, TickEntry } from '../candles/candle-store';
-import { parseTick } from '../candles/tick';
-import { TicksConfig } from '../config';
-import { TICKS_CONFIG } from '../ticks.constants';
-import { TicksMetrics } from './ticks.metrics';
+import { checkTickTime, parseTick } from '../candles/tick';
+import { InjectConfig } from '../config/ticks-config.module';
+import { ConsumerSettings, LimitsSettings } from '../config/ticks-env.schema';
+import { TicksMetrics } from '../metrics/ticks.metrics';
 
 /**
- * The consumer of `config.stream`: a batch handler (each call gets a whole XREADGROUP batch). The
- * transport has already skipped the entries handled before (its idempotency, an in-process LRU and
- * Redis); the candle script marks each tick's idempotency record done in the same step as it
- * folds the tick, so even a redelivery that gets past that check is not counted twice.
- *
- * The class is made per app because the stream name (the `@EventPattern`) comes from the configuration.
+ * Why the consumer dead-lettered a tick (the `reason` of its dead-letter entry):
+ * - `invalid-tick`: a field is missing, not a number, or out of range (`TICK_MAX_PRICE`,
+ *   `TICK_MAX_QTY`);
+ * - `ts-out-of-window`: `ts` too far before or after the time the tick reached the stream;
+ * - `volume-overflow`: the candle script refused it, since it would make a candle's volume infinite.
  */
-export function createTicksConsumerController(config: TicksConfig): Type<unknown> {
+export type TickRejection = 'invalid-tick' | 'ts-out-of-window' | 'volume-overflow';
+
+/**
+ * The consumer of the ticks stream (`TICKS_STREAM`): a batch handler (each call gets a whole
+ * XREADGROUP batch, or a page of claimed entries). The transport has already skipped the entries
+ * handled before (its idempotency, an in-process LRU and Redis); the candle script marks each
+ * tick's idempotency record done in the same step as it folds the tick, so even a redelivery that
+ * gets past that check is not counted twice. Ticks that would corrupt a candle are dead-lettered
+ * (TickRejection).
+ *
+ * The class is made per app because the stream name (the `@EventPattern`) comes from the
+ * configuration.
+ */
+export function createTicksConsumerController(stream: string): Type<unknown> {
   @Controller()
   class TicksConsumerController {
     private readonly logger = new Logger('TicksConsumer');
@@ -24,23 +36,37 @@ export function createTicksConsumerController(config: TicksConfig): Type<unknown
     constructor(
       @Inject(CandleStore) private readonly store: CandleStore,
       @Inject(TicksMetrics) private readonly metrics: TicksMetrics,
-      @Inject(TICKS_CONFIG) private readonly config: TicksConfig,
+      @InjectConfig('consumer') private readonly consumer: ConsumerSettings,
+      @InjectConfig('limits') private readonly limits: LimitsSettings,
     ) {}
 
-    @EventPattern(config.stream, { batch: true })
+    @EventPattern(stream, { batch: true })
     async onTicks(
       @Payload() payloads: unknown[],
       @Ctx() ctx: RedisStreamsBatchContext,
     ): Promise<void> {
       const mark = ctx.idempotency;
       if (!mark) throw new Error('demo-ticks needs the transport idempotency with the Redis store');
+      const endTimer = this.metrics.batchDuration.startTimer();
       const valid: TickEntry[] = [];
+      /** The position in the batch of each valid tick. */
+      const positions: number[] = [];
       const rejected: Promise<void>[] = [];
+      const { limits } = this;
       ctx.entries.forEach((entry, i) => {
-        const parsed = parseTick(payloads[i]);
+        const parsed = parseTick(payloads[i], limits);
         const record = entry.idempotencyRecord!;
-        if (parsed.ok) valid.push({ id: entry.id, tick: parsed.tick, record });
-        else rejected.push(this.reject(ctx, i, record, mark, parsed.error));
+        if (!parsed.ok) {
+          rejected.push(this.reject(ctx, i, record, mark, 'invalid-tick', parsed.error));
+          return;
+        }
+        // Judged against the entry's time (when Redis took it), not the clock of this handling.
+        const late = checkTickTime(parsed.tick.ts, entryIdTime(entry.id), limits);
+        if (late) rejected.push(this.reject(ctx, i, record, mark, 'ts-out-of-window', late));
+        else {
+          valid.push({ id: entry.id, tick: parsed.tick, record });
+          positions.push(i);
+        }
       });
       try {
         const results = valid.length > 0 ? await this.store.apply(valid, mark) : [];
@@ -49,13 +75,25 @@ export function createTicksConsumerController(config: TicksConfig): Type<unknown
           if (result === 'applied') {
             this.metrics.ticksHandled.inc();
             this.metrics.e2eLatency.observe(Math.max(0, now - entryIdTime(valid[i].id)) / 1000);
-          } else this.metrics.duplicatesSkipped.inc({ layer: 'effect' });
+          } else if (result === 'duplicate')
+            this.metrics.duplicatesSkipped.inc({ layer: 'effect' });
+          else {
+            const { tick } = valid[i];
+            const at = new Date(result.start).toISOString();
+            const error = `volume of the ${result.interval} candle of ${tick.symbol} at ${at} would not be finite: ${result.volume} so far + qty ${tick.qty}`;
+            rejected.push(
+              this.reject(ctx, positions[i], valid[i].record, mark, 'volume-overflow', error),
+            );
+          }
         });
         await Promise.all(rejected);
       } catch (err) {
         // Redis failed: the whole batch is retried (see the README).
         this.metrics.handlerErrors.inc();
+        await Promise.allSettled(rejected);
         throw err;
+      } finally {
+        endTimer();
       }
     }
 
@@ -64,23 +102,24 @@ export function createTicksConsumerController(config: TicksConfig): Type<unknown
       i: number,
       record: string,
       mark: DoneMark,
+      reason: TickRejection,
       error: string,
     ): Promise<void> {
       const entry = ctx.entries[i];
-      const fresh = await this.store.reject(record, mark, this.config.deadLetterStream, {
+      const fresh = await this.store.reject(record, mark, this.consumer.deadLetterStream, {
         stream: ctx.stream,
         id: entry.id,
         group: ctx.group,
         consumer: ctx.consumer,
         deliveries: String(entry.deliveries),
-        reason: 'invalid-tick',
+        reason,
         error,
         failedAt: new Date().toISOString(),
         fields: JSON.stringify(entry.fields),
       });
       if (fresh) {
-        this.metrics.deadLettered.inc();
-        this.logger.warn(`Entry ${entry.id}: ${error}; moved to ${this.config.deadLetterStream}`);
+        this.metrics.deadLettered.inc({ reason });
+        this.logger.warn(`Entry ${entry.id}: ${error}; moved to ${this.consumer.deadLetterStream}`);
       } else this.metrics.duplicatesSkipped.inc({ layer: 'effect' });
     }
   }

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { loadTicksConfig, TicksConfig } from '../../src/config';
+import { RandomWalk } from '../../src/collector/random-walk';
+import { parseTicksEnv, TicksSettings } from '../../src/config/ticks-env.schema';
 
 import { REDIS_URL } from '../../../../test/support/redis';
 
@@ -42,12 +43,14 @@ export function testEnv(
     COLLECTOR: 'false',
     LOG_LEVEL: 'silent',
     READ_BLOCK_MS: '20',
+    // The fixture's ticks are from 2024: accept ticks up to 20 years old.
+    TICK_MAX_AGE_MS: String(20 * 365 * 86_400_000),
     ...overrides,
   };
 }
 
-export function testConfig(prefix: string, overrides: Record<string, string> = {}): TicksConfig {
-  return loadTicksConfig(testEnv(prefix, overrides));
+export function testConfig(prefix: string, overrides: Record<string, string> = {}): TicksSettings {
+  return parseTicksEnv(testEnv(prefix, overrides));
 }
 
 export function readFixture(file = FIXTURE): FixtureTick[] {
@@ -146,6 +149,16 @@ export async function pendingCount(redis: Redis, stream: string, group: string):
   return Number(summary[0]);
 }
 
+/** True once the group has read every entry of the stream (lag 0) and acknowledged them all. */
+export async function groupDrained(redis: Redis, stream: string, group: string): Promise<boolean> {
+  const groups = (await redis.call('XINFO', 'GROUPS', stream)) as unknown[][];
+  const info = groups.find((g) => g[g.indexOf('name') + 1] === group);
+  if (!info) return false;
+  return (
+    Number(info[info.indexOf('lag') + 1]) === 0 && Number(info[info.indexOf('pending') + 1]) === 0
+  );
+}
+
 /** The value of a counter in a Prometheus text page. */
 export function metricValue(text: string, name: string, labels = ''): number {
   const line = text.split('\n').find((l) => l.startsWith(`${name}${labels ? `{${labels}}` : ''} `));
@@ -168,4 +181,40 @@ export async function appliedIds(
   } while (cursor !== '0');
   const values = keys.length > 0 ? await redis.mget(...keys) : [];
   return new Set(keys.filter((_, i) => values[i] === 'done').map((k) => k.slice(head.length)));
+}
+
+/**
+ * `count` synthetic ticks of `symbols` symbols (SYM001...), seeded, with whole quantities (exact
+ * volume sums), their `ts` spread evenly over the `spanMs` before `end` (default: now - 1 s).
+ */
+export function recentTicks(
+  count: number,
+  options: { symbols?: number; seed?: number; spanMs?: number; end?: number } = {},
+): FixtureTick[] {
+  const { symbols = 3, seed = 7, spanMs = 30 * 60_000, end = Date.now() - 1000 } = options;
+  const walk = new RandomWalk(symbols, seed);
+  const start = end - spanMs;
+  return Array.from({ length: count }, (_, i) =>
+    walk.next(i % symbols, start + Math.floor((i * spanMs) / count)),
+  );
+}
+
+/** The entries of a dead-letter stream, as field maps. */
+export async function readDeadLetters(
+  redis: Redis,
+  stream: string,
+): Promise<Record<string, string>[]> {
+  return (await redis.xrange(stream, '-', '+')).map(([, flat]) => {
+    const out: Record<string, string> = {};
+    for (let i = 0; i < flat.length; i += 2) out[flat[i]] = flat[i + 1];
+    return out;
+  });
+}
+
+/** The tick with the greatest (ts, position): what GET /symbols/:s/price must answer. */
+export function expectedLatest(ticks: FixtureTick[], symbol: string): FixtureTick {
+  let best: FixtureTick | undefined;
+  for (const t of ticks) if (t.symbol === symbol && (!best || t.ts >= best.ts)) best = t;
+  if (!best) throw new Error(`no tick of ${symbol}`);
+  return best;
 }

@@ -1,0 +1,229 @@
+/*
+ * The environment variables of the demo (see the app README), validated with zod and turned into
+ * one typed object per concern: the namespaces that TicksConfigModule registers with
+ * @nestjs/config.
+ */
+import { hostname } from 'node:os';
+import { z } from 'zod';
+import { DEFAULT_TICK_LIMITS } from '../candles/tick';
+
+/** A configuration value that cannot be used; the message names the variable, its value and what is allowed. */
+export class TicksConfigError extends Error {
+  readonly code = 'TICKS_CONFIG_INVALID';
+  constructor(
+    message: string,
+    /** The variables at fault. */
+    readonly variables: string[],
+  ) {
+    super(message);
+    this.name = 'TicksConfigError';
+  }
+}
+
+export type Env = Record<string, string | undefined>;
+
+/** Unset and blank variables take their default; values are trimmed. */
+function blankToUndefined(value: unknown): unknown {
+  if (typeof value !== 'string') return value;
+  const trimmed = value.trim();
+  return trimmed === '' ? undefined : trimmed;
+}
+
+// Each schema's error message says what is allowed; parseTicksEnv adds the name and the value.
+function wholeNumber(fallback: number, min: number, max?: number) {
+  const allowed =
+    max === undefined ? `a whole number >= ${min}` : `a whole number from ${min} to ${max}`;
+  const n = z.coerce
+    .number({ error: allowed })
+    .int({ error: allowed })
+    .min(min, { error: allowed });
+  return z.preprocess(
+    blankToUndefined,
+    (max === undefined ? n : n.max(max, { error: allowed })).default(fallback),
+  );
+}
+
+function positiveNumber(fallback: number) {
+  const allowed = 'a positive number (at most 1.7976931348623157e308)';
+  return z.preprocess(
+    blankToUndefined,
+    z.coerce.number({ error: allowed }).positive({ error: allowed }).default(fallback),
+  );
+}
+
+function boolean(fallback: boolean) {
+  const allowed = 'true or false (also 1/0, yes/no, on/off)';
+  return z.preprocess(
+    (v) =>
+      typeof blankToUndefined(v) === 'string' ? (v as string).trim().toLowerCase() : undefined,
+    z
+      .enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'], { error: allowed })
+      .transform((v) => ['true', '1', 'yes', 'on'].includes(v))
+      .default(fallback),
+  );
+}
+
+function text(fallback: string) {
+  return z.preprocess(blankToUndefined, z.string().default(fallback));
+}
+
+function optionalText() {
+  return z.preprocess(blankToUndefined, z.string().optional());
+}
+
+export const LOG_LEVELS = ['debug', 'log', 'warn', 'error', 'silent'] as const;
+
+/** Every variable, as zod reads it (unknown variables are ignored). */
+export const ticksEnvSchema = z.object({
+  REDIS_URL: z.preprocess(
+    blankToUndefined,
+    z
+      .string()
+      .regex(/^rediss?:\/\//, { error: 'a redis:// or rediss:// URL' })
+      .default('redis://127.0.0.1:6379'),
+  ),
+  HOST: text('0.0.0.0'),
+  PORT: wholeNumber(3001, 0, 65535),
+  TICKS_STREAM: text('ticks'),
+  TICKS_GROUP: text('candles'),
+  TICKS_CONSUMER: optionalText(),
+  TICKS_DEAD_LETTER_STREAM: optionalText(),
+  TICKS_KEY_PREFIX: text('ticks:'),
+  READ_COUNT: wholeNumber(500, 1),
+  READ_BLOCK_MS: wholeNumber(100, 1),
+  ACK_BATCH_SIZE: wholeNumber(1000, 1),
+  ACK_INTERVAL_MS: wholeNumber(50, 1),
+  ACK_MAX_PENDING: wholeNumber(50_000, 1),
+  CLAIM_MIN_IDLE_MS: wholeNumber(30_000, 1),
+  CLAIM_INTERVAL_MS: wholeNumber(100, 1),
+  CLAIM_COUNT: wholeNumber(1000, 1),
+  MAX_DELIVERIES: wholeNumber(5, 1),
+  CONCURRENCY: wholeNumber(2000, 1),
+  IDEMPOTENCY_TTL_MS: wholeNumber(60_000, 1),
+  IDEMPOTENCY_MAX_SIZE: wholeNumber(100_000, 1),
+  IDEMPOTENCY_LOCK_MS: wholeNumber(30_000, 1),
+  APPLY_BATCH_MAX: wholeNumber(256, 1, 5000),
+  CANDLES_KEEP: wholeNumber(1440, 0),
+  HEALTH_MAX_LAG: wholeNumber(10_000, 0),
+  HEALTH_MAX_PENDING: wholeNumber(50_000, 0),
+  HEALTH_TIMEOUT_MS: wholeNumber(1000, 1),
+  TICK_MAX_PRICE: positiveNumber(DEFAULT_TICK_LIMITS.maxPrice),
+  TICK_MAX_QTY: positiveNumber(DEFAULT_TICK_LIMITS.maxQty),
+  TICK_MAX_AGE_MS: wholeNumber(DEFAULT_TICK_LIMITS.maxAgeMs, 0),
+  TICK_MAX_FUTURE_MS: wholeNumber(DEFAULT_TICK_LIMITS.maxFutureMs, 0),
+  LOG_LEVEL: z.preprocess(
+    blankToUndefined,
+    z.enum(LOG_LEVELS, { error: `one of ${LOG_LEVELS.join(', ')}` }).default('log'),
+  ),
+  COLLECTOR: boolean(true),
+  COLLECTOR_SYMBOLS: wholeNumber(100, 1, 100_000),
+  COLLECTOR_RATE: wholeNumber(100, 1, 1_000_000),
+  COLLECTOR_DURATION_MS: wholeNumber(0, 0),
+  COLLECTOR_REPLAY_FILE: optionalText(),
+  COLLECTOR_MAX_LEN: wholeNumber(100_000, 0),
+  COLLECTOR_SEED: wholeNumber(0, 0),
+});
+
+export type TicksEnv = z.output<typeof ticksEnvSchema>;
+
+/** The namespaces, one per concern. */
+export function toSettings(env: TicksEnv) {
+  const stream = env.TICKS_STREAM;
+  return {
+    redis: { url: env.REDIS_URL },
+    /** The stream, its consumer group, and the transport's options. */
+    consumer: {
+      stream,
+      group: env.TICKS_GROUP,
+      consumer: env.TICKS_CONSUMER ?? `${hostname()}-${process.pid}`,
+      deadLetterStream: env.TICKS_DEAD_LETTER_STREAM ?? `${stream}:dlq`,
+      read: { count: env.READ_COUNT, blockMs: env.READ_BLOCK_MS },
+      ack: {
+        batchSize: env.ACK_BATCH_SIZE,
+        intervalMs: env.ACK_INTERVAL_MS,
+        maxPending: env.ACK_MAX_PENDING,
+      },
+      claim: {
+        minIdleMs: env.CLAIM_MIN_IDLE_MS,
+        intervalMs: env.CLAIM_INTERVAL_MS,
+        count: env.CLAIM_COUNT,
+      },
+      maxDeliveries: env.MAX_DELIVERIES,
+      concurrency: env.CONCURRENCY,
+      idempotency: {
+        ttlMs: env.IDEMPOTENCY_TTL_MS,
+        maxSize: env.IDEMPOTENCY_MAX_SIZE,
+        lockMs: env.IDEMPOTENCY_LOCK_MS,
+      },
+    },
+    /** The candle store in Redis. */
+    candles: {
+      keyPrefix: env.TICKS_KEY_PREFIX,
+      keep: env.CANDLES_KEEP,
+      applyBatchMax: env.APPLY_BATCH_MAX,
+    },
+    http: {
+      host: env.HOST,
+      port: env.PORT,
+      health: {
+        maxLag: env.HEALTH_MAX_LAG,
+        maxPending: env.HEALTH_MAX_PENDING,
+        timeoutMs: env.HEALTH_TIMEOUT_MS,
+      },
+    },
+    /** What a valid tick is. */
+    limits: {
+      maxPrice: env.TICK_MAX_PRICE,
+      maxQty: env.TICK_MAX_QTY,
+      maxAgeMs: env.TICK_MAX_AGE_MS,
+      maxFutureMs: env.TICK_MAX_FUTURE_MS,
+    },
+    collector: {
+      /** Run the collector in the consumer's process (main.ts). */
+      inProcess: env.COLLECTOR,
+      stream,
+      symbols: env.COLLECTOR_SYMBOLS,
+      /** Ticks per second per symbol. */
+      ratePerSymbol: env.COLLECTOR_RATE,
+      /** Stop after this many ms (0 = run until stopped). */
+      durationMs: env.COLLECTOR_DURATION_MS,
+      /** Replay this JSON-lines file instead of generating ticks. */
+      replayFile: env.COLLECTOR_REPLAY_FILE,
+      /** Keep the stream near this many entries (never deleting unacknowledged ones; 0 = no trimming). */
+      maxLen: env.COLLECTOR_MAX_LEN,
+      /** Random seed of the synthetic ticks (0 = random). */
+      seed: env.COLLECTOR_SEED,
+    },
+    logging: { level: env.LOG_LEVEL },
+  };
+}
+
+export type TicksSettings = ReturnType<typeof toSettings>;
+export type RedisSettings = TicksSettings['redis'];
+export type ConsumerSettings = TicksSettings['consumer'];
+export type CandlesSettings = TicksSettings['candles'];
+export type HttpSettings = TicksSettings['http'];
+export type LimitsSettings = TicksSettings['limits'];
+export type CollectorSettings = TicksSettings['collector'];
+export type LoggingSettings = TicksSettings['logging'];
+export type LogLevelName = LoggingSettings['level'];
+
+/**
+ * Validates `env` (default: process.env) and returns the namespaces. Throws TicksConfigError
+ * naming every bad variable, its value and what is allowed.
+ */
+export function parseTicksEnv(env: Env = process.env): TicksSettings {
+  const result = ticksEnvSchema.safeParse(env);
+  if (!result.success) {
+    const variables: string[] = [];
+    const problems = result.error.issues.map((issue) => {
+      const name = String(issue.path[0] ?? '');
+      variables.push(name);
+      const raw = env[name];
+      const shown = raw === undefined ? 'unset' : `got ${JSON.stringify(raw)}`;
+      return `${name} must be ${issue.message} (${shown})`;
+    });
+    throw new TicksConfigError(problems.join('; '), variables);
+  }
+  return toSettings(result.data);
+}

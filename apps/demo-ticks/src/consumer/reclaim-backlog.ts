@@ -1,0 +1,54 @@
+import type { Redis } from 'ioredis';
+
+/** One consumer of the group, from `XINFO CONSUMERS`. */
+export interface ConsumerInfo {
+  name: string;
+  /** Entries delivered to it and not acknowledged. */
+  pending: number;
+  /** ms since it last read or claimed. */
+  idleMs: number;
+}
+
+/** What the claim loop still has to take over. */
+export interface ReclaimBacklog {
+  /** Pending entries of consumers idle longer than `minIdleMs`. */
+  backlog: number;
+  /** Those consumers and their pending counts. */
+  consumers: Record<string, number>;
+}
+
+/** Reads the reply of `XINFO CONSUMERS` (a flat field/value list per consumer). */
+export function parseConsumers(reply: unknown[][]): ConsumerInfo[] {
+  return reply.map((flat) => {
+    const f: Record<string, unknown> = {};
+    for (let i = 0; i + 1 < flat.length; i += 2) f[String(flat[i])] = flat[i + 1];
+    return { name: String(f.name), pending: Number(f.pending ?? 0), idleMs: Number(f.idle ?? 0) };
+  });
+}
+
+/**
+ * The reclaim backlog: entries pending at consumers that have not read or claimed anything for
+ * longer than `minIdleMs` (`CLAIM_MIN_IDLE_MS`): crashed consumers, whose entries the claim loop
+ * takes over. A live consumer reads every `READ_BLOCK_MS` at most, so it never counts.
+ */
+export function reclaimBacklog(consumers: ConsumerInfo[], minIdleMs: number): ReclaimBacklog {
+  const idle = consumers.filter((c) => c.pending > 0 && c.idleMs > minIdleMs);
+  return {
+    backlog: idle.reduce((sum, c) => sum + c.pending, 0),
+    consumers: Object.fromEntries(idle.map((c) => [c.name, c.pending])),
+  };
+}
+
+/** Measures the reclaim backlog of one stream and group (one `XINFO CONSUMERS`). */
+export async function measureReclaimBacklog(
+  redis: Redis,
+  options: { stream: string; group: string; minIdleMs: number },
+): Promise<ReclaimBacklog> {
+  const reply = (await redis.call(
+    'XINFO',
+    'CONSUMERS',
+    options.stream,
+    options.group,
+  )) as unknown[][];
+  return reclaimBacklog(parseConsumers(reply), options.minIdleMs);
+}
