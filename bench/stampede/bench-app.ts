@@ -3,9 +3,11 @@
  * methods are the patterns under test. Library patterns are decorated methods (the library wraps
  * them at start-up); `distlock-poll` and `xfetch-uncoalesced` are bench-local reference
  * implementations (plain ioredis) of the article's polling lock and of the paper's plain XFetch,
- * because the library deliberately has neither.
+ * because the library deliberately has neither, and `bento-like` is a plain L1 + L2 cache-aside
+ * (an in-process LRU in front of Redis GET/SET) as a reference for the library's L1 tier.
  */
 import 'reflect-metadata';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { Injectable, Module, OnApplicationShutdown } from '@nestjs/common';
@@ -21,6 +23,7 @@ import {
   StampedeService,
   XFetch,
 } from '@nest-redis-resilience/stampede';
+import type { MethodMetrics, StampedeModuleOptions } from '@nest-redis-resilience/stampede';
 import { shouldRecomputeEarly } from '../../libs/stampede/src/core/xfetch';
 
 export const LIBRARY_PATTERNS = [
@@ -30,9 +33,10 @@ export const LIBRARY_PATTERNS = [
   'distlock',
   'two-tier',
   'two-tier-xfetch',
+  'two-tier-grace',
   'jitter',
 ] as const;
-export const LOCAL_PATTERNS = ['distlock-poll', 'xfetch-uncoalesced'] as const;
+export const LOCAL_PATTERNS = ['distlock-poll', 'xfetch-uncoalesced', 'bento-like'] as const;
 export type PatternName = (typeof LIBRARY_PATTERNS)[number] | (typeof LOCAL_PATTERNS)[number];
 export const ALL_PATTERNS: PatternName[] = [...LIBRARY_PATTERNS, ...LOCAL_PATTERNS];
 
@@ -44,10 +48,24 @@ const METHOD: Record<PatternName, string> = {
   distlock: 'distlock',
   'two-tier': 'twoTier',
   'two-tier-xfetch': 'twoTierXfetch',
+  'two-tier-grace': 'twoTierGrace',
   jitter: 'jitter',
   'distlock-poll': 'distlockPoll',
   'xfetch-uncoalesced': 'xfetchUncoalesced',
+  'bento-like': 'bentoLike',
 };
+
+/**
+ * StampedeModule options an instance adds to its forRoot() (JSON only: forked instances get them
+ * through BENCH_CONFIG), for instance `{ l1: true }`.
+ */
+export type BenchModuleOptions = Pick<
+  StampedeModuleOptions,
+  'l1' | 'defaultTtl' | 'connectTimeout' | 'operationTimeout' | 'cooldown'
+>;
+
+/** Entries of the bench-local `bento-like` L1 (the library's `l1: true` default). */
+export const BENTO_L1_ENTRIES = 10_000;
 
 export interface BenchConfig {
   redisUrl: string;
@@ -69,6 +87,11 @@ export interface BenchConfig {
   operationTimeout?: number;
   /** StampedeModule cooldown (ms); the library's default when absent. */
   cooldown?: number;
+  /** More StampedeModule options (the tiers scenarios: `{ l1: true }`). */
+  moduleOptions?: BenchModuleOptions;
+  /** `two-tier-grace`: @Cacheable grace and graceBackoff (ms); default 10 s and the library's. */
+  graceMs?: number;
+  graceBackoffMs?: number;
 }
 
 /** Counters for one pattern, read before and after a round. */
@@ -89,6 +112,12 @@ export interface PatternCounters {
   lockTimeouts: number;
   /** Loader errors. */
   errors: number;
+  /** Hits served by the in-process tier (library L1, or bento-like's own LRU). */
+  l1Hits: number;
+  /** Stale values served within grace (or while an early recomputation ran). */
+  staleServes: number;
+  /** Failed refreshes within grace whose callers kept the stale value. */
+  failSafes: number;
 }
 
 export function emptyCounters(): PatternCounters {
@@ -104,6 +133,9 @@ export function emptyCounters(): PatternCounters {
     lockWaits: 0,
     lockTimeouts: 0,
     errors: 0,
+    l1Hits: 0,
+    staleServes: 0,
+    failSafes: 0,
   };
 }
 
@@ -119,6 +151,18 @@ export class BackendError extends Error {
     super(`backend failure #${id}`);
   }
 }
+
+/**
+ * What one caller's call did, recorded through AsyncLocalStorage (load jobs with `classify`):
+ * the end of a loader call that ran in its async context. A call that ran the loader itself has
+ * it set when it resolves; an XFetch or grace refresh that it started in the background ends
+ * after the call has returned, so that call is still a hit.
+ */
+export interface CallRecord {
+  loadEnd?: number;
+}
+
+export const callContext = new AsyncLocalStorage<CallRecord>();
 
 export function valueKey(prefix: string, key: string): string {
   return `${prefix}{${key}}`;
@@ -144,13 +188,18 @@ export class Backend {
   async load(pattern: PatternName, key: string): Promise<string> {
     this.calls.set(pattern, (this.calls.get(pattern) ?? 0) + 1);
     const now = performance.now();
+    const record = callContext.getStore();
     if (this.cfg.recordLoadTimes) this.times.push(now);
     if (this.cfg.recordLoads) this.log.push({ key, at: now });
-    await sleep(this.cfg.backendMs);
-    if (this.cfg.failRate && Math.random() < this.cfg.failRate) {
-      throw new BackendError(++this.failures);
+    try {
+      await sleep(this.cfg.backendMs);
+      if (this.cfg.failRate && Math.random() < this.cfg.failRate) {
+        throw new BackendError(++this.failures);
+      }
+      return `value of ${key}`;
+    } finally {
+      if (record) record.loadEnd = performance.now();
     }
-    return `value of ${key}`;
   }
 }
 
@@ -216,6 +265,14 @@ export function buildBenchModule(cfg: BenchConfig) {
       return backend.load('two-tier-xfetch', k);
     }
 
+    /** two-tier with grace: stale-while-revalidate and fail-safe (grace-failing scenario). */
+    @Cacheable({ key, ttl, grace: cfg.graceMs ?? 10_000, graceBackoff: cfg.graceBackoffMs })
+    @SingleFlight()
+    @DistLock(lock)
+    async twoTierGrace(k: string): Promise<string> {
+      return backend.load('two-tier-grace', k);
+    }
+
     @Cacheable({ key, ttl })
     @SingleFlight()
     @JitterTtl(cfg.jitter)
@@ -273,6 +330,56 @@ export function buildBenchModule(cfg: BenchConfig) {
       return this.loadAndSet('xfetch-uncoalesced', k);
     }
 
+    /** bento-like's in-process tier: key -> envelope text and expiry; Map order = LRU order. */
+    readonly bento = new Map<string, { raw: string; e: number }>();
+
+    /**
+     * A plain two-level cache-aside (bench-local, NOT the library; the shape of bentocache's
+     * L1 + L2 without its locks and bus): an LRU Map in this process, entries kept until the
+     * value's expiry and decoded on each hit, in front of Redis GET/SET. An L1 miss GETs Redis
+     * (a value found there goes to L1 until its own expiry); a Redis miss loads and SETs. No
+     * locks, no coalescing, no pub/sub.
+     */
+    async bentoLike(k: string): Promise<string> {
+      const c = this.counters('bento-like');
+      c.calls++;
+      const held = this.bento.get(k);
+      if (held) {
+        this.bento.delete(k);
+        if (held.e > Date.now()) {
+          this.bento.set(k, held); // most recently used last
+          c.hits++;
+          c.l1Hits++;
+          return (JSON.parse(held.raw) as LocalEnvelope).v;
+        }
+      }
+      const vKey = valueKey(cfg.prefix, k);
+      const raw = await this.redis.get(vKey);
+      if (raw !== null) {
+        const env = JSON.parse(raw) as LocalEnvelope;
+        if (env.e > Date.now()) {
+          this.bentoSet(k, raw, env.e);
+          c.hits++;
+          return env.v;
+        }
+      }
+      c.misses++;
+      const started = Date.now();
+      const v = await backend.load('bento-like', k);
+      const now = Date.now();
+      const text = JSON.stringify({ v, d: now - started, e: now + ttl } satisfies LocalEnvelope);
+      this.bentoSet(k, text, now + ttl);
+      await this.redis.set(vKey, text, 'PX', ttl);
+      return v;
+    }
+
+    bentoSet(k: string, raw: string, e: number): void {
+      this.bento.delete(k);
+      this.bento.set(k, { raw, e });
+      if (this.bento.size > BENTO_L1_ENTRIES)
+        this.bento.delete(this.bento.keys().next().value as string);
+    }
+
     async onApplicationShutdown(): Promise<void> {
       await this.redis.quit();
     }
@@ -303,6 +410,7 @@ export function buildBenchModule(cfg: BenchConfig) {
         keyPrefix: cfg.prefix,
         operationTimeout: cfg.operationTimeout,
         cooldown: cfg.cooldown,
+        ...cfg.moduleOptions,
       }),
     ],
     providers: [BenchPatterns],
@@ -364,7 +472,28 @@ export class BenchApp {
       lockWaits: m.lockWaits,
       lockTimeouts: m.lockTimeouts,
       errors: m.errors,
+      l1Hits: m.l1Hits ?? 0,
+      staleServes: m.staleServes ?? 0,
+      failSafes: m.failSafes ?? 0,
     };
+  }
+
+  /**
+   * The pattern's live counters, read around the synchronous part of a call (a join is counted
+   * before the call's first await): the library's own MethodMetrics object (not a snapshot, so
+   * reading it costs nothing), or the bench-local counters.
+   */
+  liveCounters(pattern: PatternName): Pick<PatternCounters, 'joins' | 'l1Hits'> | undefined {
+    if ((LOCAL_PATTERNS as readonly string[]).includes(pattern))
+      return this.patterns.counters(pattern);
+    const engine = (this.stampede as unknown as { engine?: { metrics?: unknown } }).engine;
+    const registry = engine?.metrics as { for?: (name: string) => MethodMetrics } | undefined;
+    return registry?.for?.(`BenchPatterns.${METHOD[pattern]}`);
+  }
+
+  /** Entries of the library's L1 (undefined without one). */
+  l1Entries(): number | undefined {
+    return this.stampede.l1Stats()?.entries;
   }
 
   /**

@@ -6,7 +6,15 @@
  * can be merged).
  */
 import { performance } from 'node:perf_hooks';
-import { BackendError, BenchApp, diffCounters, PatternCounters, PatternName } from './bench-app';
+import {
+  BackendError,
+  BenchApp,
+  CallRecord,
+  callContext,
+  diffCounters,
+  PatternCounters,
+  PatternName,
+} from './bench-app';
 
 /** Exponential inter-arrival times: a Poisson process of `rate` per second over `durationMs`. */
 export function poissonArrivals(rate: number, durationMs: number, random = Math.random): number[] {
@@ -97,6 +105,11 @@ export interface LoadJob {
   startAt?: number;
   /** Return every request's arrival and latency (else only counts). */
   perRequest?: boolean;
+  /**
+   * Poisson mode: tell hits from misses in the caller (hitLatencies): a hit is a call that did
+   * not run the loader itself (CallRecord) and did not join another call's load in this process.
+   */
+  classify?: boolean;
 }
 
 export interface LoadResult {
@@ -118,6 +131,10 @@ export interface LoadResult {
   errorIds: [number, number];
   /** Fill notifications the store received during the run; null when the library has no counter. */
   notifications: number | null;
+  /** With classify: latency (ms) of every hit, and how many calls ran a load or joined one. */
+  hitLatencies?: number[];
+  ranLoad?: number;
+  joined?: number;
 }
 
 const epochNow = () => performance.timeOrigin + performance.now();
@@ -145,6 +162,7 @@ export async function runLoad(
   let wallMs: number;
   let arrivals: number[] | undefined;
   let latencies: number[] | undefined;
+  let classifiedOut: Pick<LoadResult, 'hitLatencies' | 'ranLoad' | 'joined'> = {};
   const onError = (err: unknown) => {
     callerErrors++;
     if (err instanceof BackendError) seen.add(err.id);
@@ -173,20 +191,44 @@ export async function runLoad(
     const ranks = times.map(() => pick());
     reqs = times.length;
     const lat = new Array<number>(reqs);
-    wallMs = await drive(
-      times,
-      (i) => {
-        const t0 = performance.now();
-        return call(keyOf(ranks[i])).then(
-          () => void (lat[i] = performance.now() - t0),
-          (err: unknown) => {
-            lat[i] = performance.now() - t0;
-            onError(err);
-          },
-        );
-      },
-      events,
-    );
+    const live = job.classify ? app.liveCounters(job.pattern) : undefined;
+    const hits: number[] = [];
+    let ranLoad = 0;
+    let joined = 0;
+    const plain = (i: number) => {
+      const t0 = performance.now();
+      return call(keyOf(ranks[i])).then(
+        () => void (lat[i] = performance.now() - t0),
+        (err: unknown) => {
+          lat[i] = performance.now() - t0;
+          onError(err);
+        },
+      );
+    };
+    const classified = (i: number) => {
+      const record: CallRecord = {};
+      const key = keyOf(ranks[i]);
+      const joins0 = live?.joins ?? 0;
+      const t0 = performance.now();
+      const pending = callContext.run(record, () => call(key));
+      const didJoin = (live?.joins ?? 0) > joins0;
+      return pending.then(
+        () => {
+          const l = (lat[i] = performance.now() - t0);
+          if (record.loadEnd !== undefined) ranLoad++;
+          else if (didJoin) joined++;
+          else hits.push(l);
+        },
+        (err: unknown) => {
+          lat[i] = performance.now() - t0;
+          onError(err);
+        },
+      );
+    };
+    wallMs = await drive(times, job.classify ? classified : plain, events);
+    if (job.classify) {
+      classifiedOut = { hitLatencies: hits, ranLoad, joined };
+    }
     if (job.perRequest) {
       arrivals = times.map((t) => startedAt + t);
       latencies = lat;
@@ -206,6 +248,7 @@ export async function runLoad(
     errorIdsSeen: [...seen],
     errorIds: [fail0 + 1, app.backend.failures],
     notifications: n0 === undefined || n1 === undefined ? null : n1 - n0,
+    ...classifiedOut,
   };
 }
 

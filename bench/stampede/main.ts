@@ -4,7 +4,8 @@
  *   --scenario <name>[,<name>...]   default all. Groups: all = cliff (1 instance at every
  *                            concurrency, then --multi-instances at --multi-concurrency),
  *                            steady, snowstorm (about 1.5 min); resilience = late-lock, stall,
- *                            hotset, fanout, warnings (about 2.5 min). Or one by name.
+ *                            hotset, fanout, warnings (about 2.5 min); tiers = l1-hotset,
+ *                            grace-failing, l1-stall (about 2 min). Or one by name.
  *   --cpu-burn [n]           n busy-loop processes (default 1) beside the whole run
  *   --op-timeout 500   --cooldown 1000   the StampedeModule's operationTimeout and cooldown
  *   --instances K            cliff (or hotset): K forked processes share the load (default 1)
@@ -26,15 +27,28 @@
  *              --fanout-warmup 1000   --fanout-patterns singleflight,two-tier,two-tier-xfetch
  *   warnings:  --warn-rate 2000   --warn-keys 100   --warn-ttl 1000   --warn-fail 0.1
  *              --warn-duration 5000   --warn-patterns singleflight,xfetch,two-tier-xfetch
+ *   l1-hotset: --l1-hotset-variants two-tier-xfetch,two-tier-xfetch+l1,bento-like (+l1: the
+ *              instances' StampedeModule gets l1: true)   --l1-hotset-instances 4
+ *              --l1-hotset-keys 10000   --l1-hotset-zipf 1   --l1-hotset-rate 5000
+ *              --l1-hotset-ttl 2000   --l1-hotset-backend 10   --l1-hotset-duration 10000
+ *              --l1-hotset-warmup 2000   --l1-hotset-probe-keys 1000   --l1-hotset-hot-keys 100
+ *   grace-failing: --grace-patterns two-tier,two-tier-grace   --grace 10000   --grace-backoff 1000
+ *              --grace-keys 100   --grace-rate 2000   --grace-ttl 500   --grace-fail 0.1
+ *              --grace-duration 8000
+ *   l1-stall:  --l1-stall-variants two-tier-xfetch,two-tier-xfetch+l1   --l1-stall-keys 100
+ *              --l1-stall-rate 2000   --l1-stall-ttl 10000   --l1-stall-duration 5000
+ *              --l1-stall-pause 2000
  *   --json <file>
  *
  * Needs REDIS_URL (the npm script sets it through scripts/with-redis.js); late-lock, stall,
- * hotset and fanout also start a private redis-server (redis-server on PATH or REDIS_SERVER_BIN).
+ * hotset, fanout and the tiers scenarios also start a private redis-server (redis-server on PATH
+ * or REDIS_SERVER_BIN).
  */
 import { writeFileSync } from 'node:fs';
 import type { PatternName } from './bench-app';
 import { ALL_PATTERNS } from './bench-app';
 import { BenchOptions, runStampedeBench, SCENARIOS, Scenario } from './stampede-bench';
+import { parseVariant } from './tiers';
 
 const NUMBER_FLAGS: Record<string, keyof BenchOptions> = {
   '--instances': 'instances',
@@ -87,6 +101,28 @@ const NUMBER_FLAGS: Record<string, keyof BenchOptions> = {
   '--warn-ttl': 'warnTtlMs',
   '--warn-fail': 'warnFailRate',
   '--warn-duration': 'warnDurationMs',
+  '--l1-hotset-instances': 'l1HotsetInstances',
+  '--l1-hotset-keys': 'l1HotsetKeys',
+  '--l1-hotset-zipf': 'l1HotsetZipf',
+  '--l1-hotset-rate': 'l1HotsetRate',
+  '--l1-hotset-ttl': 'l1HotsetTtlMs',
+  '--l1-hotset-backend': 'l1HotsetBackendMs',
+  '--l1-hotset-duration': 'l1HotsetDurationMs',
+  '--l1-hotset-warmup': 'l1HotsetWarmupMs',
+  '--l1-hotset-probe-keys': 'l1HotsetProbeKeys',
+  '--l1-hotset-hot-keys': 'l1HotsetHotKeys',
+  '--grace': 'graceMs',
+  '--grace-backoff': 'graceBackoffMs',
+  '--grace-keys': 'graceKeys',
+  '--grace-rate': 'graceRate',
+  '--grace-ttl': 'graceTtlMs',
+  '--grace-fail': 'graceFailRate',
+  '--grace-duration': 'graceDurationMs',
+  '--l1-stall-keys': 'l1StallKeys',
+  '--l1-stall-rate': 'l1StallRate',
+  '--l1-stall-ttl': 'l1StallTtlMs',
+  '--l1-stall-duration': 'l1StallDurationMs',
+  '--l1-stall-pause': 'l1StallPauseMs',
 };
 const LIST_FLAGS: Record<string, keyof BenchOptions> = {
   '--concurrency': 'concurrency',
@@ -100,6 +136,12 @@ const PATTERN_FLAGS: Record<string, keyof BenchOptions> = {
   '--hotset-patterns': 'hotsetPatterns',
   '--fanout-patterns': 'fanoutPatterns',
   '--warn-patterns': 'warnPatterns',
+  '--grace-patterns': 'gracePatterns',
+};
+/** Lists of variants: a pattern, or pattern+l1 (its app's StampedeModule gets l1: true). */
+const VARIANT_FLAGS: Record<string, keyof BenchOptions> = {
+  '--l1-hotset-variants': 'l1HotsetVariants',
+  '--l1-stall-variants': 'l1StallVariants',
 };
 
 function usage(message: string): never {
@@ -148,12 +190,24 @@ export function parseArgs(argv: string[]): { options: Partial<BenchOptions>; jso
       if (unknown.length)
         usage(`unknown pattern(s) ${unknown.join(', ')}; known: ${ALL_PATTERNS.join(', ')}`);
       options[PATTERN_FLAGS[flag]] = list;
+    } else if (flag in VARIANT_FLAGS) {
+      const list = value().split(',');
+      for (const v of list) {
+        try {
+          parseVariant(v);
+        } catch (err) {
+          usage(`${flag}: ${(err as Error).message}`);
+        }
+      }
+      options[VARIANT_FLAGS[flag]] = list.map((v) => v.trim());
     } else usage(`unknown option ${argv[i]}`);
   }
   if (options.instances !== undefined) {
     if (options.scenario === undefined) options.scenario = 'cliff';
     if (options.scenario === 'hotset' && options.hotsetInstances === undefined)
       options.hotsetInstances = options.instances;
+    if (options.scenario === 'l1-hotset' && options.l1HotsetInstances === undefined)
+      options.l1HotsetInstances = options.instances;
   }
   return { options: options as Partial<BenchOptions>, json };
 }

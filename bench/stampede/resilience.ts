@@ -37,7 +37,7 @@ const LOCK_PATTERNS: PatternName[] = ['distlock', 'two-tier', 'two-tier-xfetch']
 const XFETCH_LOCK_PATTERNS: PatternName[] = ['two-tier-xfetch'];
 
 /** Target lines printed under a scenario's table (the same lines as in the final section). */
-function logTargets(ctx: ScenarioContext, targets: Target[]): void {
+export function logTargets(ctx: ScenarioContext, targets: Target[]): void {
   if (targets.length) ctx.log(targets.map(formatTarget).join('\n'));
 }
 

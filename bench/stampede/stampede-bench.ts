@@ -1,8 +1,9 @@
 /*
  * The cache-stampede benchmark (issue 3): the article's cliff experiment plus steady (Poisson)
- * and snowstorm scenarios, against a real Redis, with @nest-redis-resilience/stampede; and the
- * resilience scenarios of resilience.ts (late-lock, stall, hotset, fanout, warnings) on a private
- * redis-server. Entry point: main.ts.
+ * and snowstorm scenarios, against a real Redis, with @nest-redis-resilience/stampede; the
+ * resilience scenarios of resilience.ts (late-lock, stall, hotset, fanout, warnings) and the
+ * tiers scenarios of tiers.ts (l1-hotset, grace-failing, l1-stall) on a private redis-server.
+ * Entry point: main.ts.
  */
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
@@ -38,13 +39,23 @@ import {
   warnings,
   WarningsRow,
 } from './resilience';
+import {
+  graceFailing,
+  GraceRow,
+  l1Hotset,
+  L1HotsetRow,
+  l1Stall,
+  L1StallRow,
+  tiersTargets,
+} from './tiers';
 
 export { poissonArrivals } from './load';
 
-/** One scenario by name, or a group: `all` (issue 3's), `resilience` (resilience.ts's). */
+/** One scenario by name, or a group: `all` (issue 3's), `resilience`, `tiers` (their files'). */
 export type Scenario =
   | 'all'
   | 'resilience'
+  | 'tiers'
   | 'cliff'
   | 'steady'
   | 'snowstorm'
@@ -52,15 +63,20 @@ export type Scenario =
   | 'stall'
   | 'hotset'
   | 'fanout'
-  | 'warnings';
+  | 'warnings'
+  | 'l1-hotset'
+  | 'grace-failing'
+  | 'l1-stall';
 
 export const SCENARIO_GROUPS: Record<string, Scenario[]> = {
   all: ['cliff', 'steady', 'snowstorm'],
   resilience: ['late-lock', 'stall', 'hotset', 'fanout', 'warnings'],
+  tiers: ['l1-hotset', 'grace-failing', 'l1-stall'],
 };
 export const SCENARIOS: Scenario[] = [
   'all',
   'resilience',
+  'tiers',
   'cliff',
   'steady',
   'snowstorm',
@@ -69,6 +85,9 @@ export const SCENARIOS: Scenario[] = [
   'hotset',
   'fanout',
   'warnings',
+  'l1-hotset',
+  'grace-failing',
+  'l1-stall',
 ];
 
 export interface BenchOptions {
@@ -148,6 +167,34 @@ export interface BenchOptions {
   warnTtlMs: number;
   warnFailRate: number;
   warnDurationMs: number;
+  // l1-hotset (variants: a pattern, or pattern+l1 for apps with StampedeModule l1: true)
+  l1HotsetVariants: string[];
+  l1HotsetInstances: number;
+  l1HotsetKeys: number;
+  l1HotsetZipf: number;
+  l1HotsetRate: number;
+  l1HotsetTtlMs: number;
+  l1HotsetBackendMs: number;
+  l1HotsetDurationMs: number;
+  l1HotsetWarmupMs: number;
+  l1HotsetProbeKeys: number;
+  l1HotsetHotKeys: number;
+  // grace-failing
+  gracePatterns: PatternName[];
+  graceKeys: number;
+  graceRate: number;
+  graceTtlMs: number;
+  graceDurationMs: number;
+  graceFailRate: number;
+  graceMs: number;
+  graceBackoffMs: number;
+  // l1-stall
+  l1StallVariants: string[];
+  l1StallKeys: number;
+  l1StallRate: number;
+  l1StallTtlMs: number;
+  l1StallDurationMs: number;
+  l1StallPauseMs: number;
 }
 
 export const DEFAULT_OPTIONS: Omit<BenchOptions, 'redisUrl'> = {
@@ -213,6 +260,31 @@ export const DEFAULT_OPTIONS: Omit<BenchOptions, 'redisUrl'> = {
   warnTtlMs: 1000,
   warnFailRate: 0.1,
   warnDurationMs: 5000,
+  l1HotsetVariants: ['two-tier-xfetch', 'two-tier-xfetch+l1', 'bento-like'],
+  l1HotsetInstances: 4,
+  l1HotsetKeys: 10_000,
+  l1HotsetZipf: 1,
+  l1HotsetRate: 5000,
+  l1HotsetTtlMs: 2000,
+  l1HotsetBackendMs: 10,
+  l1HotsetDurationMs: 10_000,
+  l1HotsetWarmupMs: 2000,
+  l1HotsetProbeKeys: 1000,
+  l1HotsetHotKeys: 100,
+  gracePatterns: ['two-tier', 'two-tier-grace'],
+  graceKeys: 100,
+  graceRate: 2000,
+  graceTtlMs: 500,
+  graceDurationMs: 8000,
+  graceFailRate: 0.1,
+  graceMs: 10_000,
+  graceBackoffMs: 1000,
+  l1StallVariants: ['two-tier-xfetch', 'two-tier-xfetch+l1'],
+  l1StallKeys: 100,
+  l1StallRate: 2000,
+  l1StallTtlMs: 10_000,
+  l1StallDurationMs: 5000,
+  l1StallPauseMs: 2000,
 };
 
 /** The scenarios a --scenario value names (groups expanded), in run order. */
@@ -310,6 +382,9 @@ export interface BenchReport {
   hotset: HotsetRow[];
   fanout: FanoutRow[];
   warnings: WarningsRow[];
+  l1Hotset: L1HotsetRow[];
+  graceFailing: GraceRow[];
+  l1Stall: L1StallRow[];
   targets: Target[];
 }
 
@@ -422,6 +497,9 @@ export class StampedeBench {
       hotset: [],
       fanout: [],
       warnings: [],
+      l1Hotset: [],
+      graceFailing: [],
+      l1Stall: [],
       targets: [],
     };
     const burn = CpuBurn.start(o.cpuBurn);
@@ -451,6 +529,9 @@ export class StampedeBench {
       if (scenarios.includes('hotset')) report.hotset = await hotset(ctx);
       if (scenarios.includes('fanout')) report.fanout = await fanout(ctx);
       if (scenarios.includes('warnings')) report.warnings = await warnings(ctx);
+      if (scenarios.includes('l1-hotset')) report.l1Hotset = await l1Hotset(ctx);
+      if (scenarios.includes('grace-failing')) report.graceFailing = await graceFailing(ctx);
+      if (scenarios.includes('l1-stall')) report.l1Stall = await l1Stall(ctx);
       report.targets = evaluateTargets(report);
       if (report.targets.length) this.log(`\n${formatTargets(report.targets)}`);
     } finally {
@@ -841,12 +922,13 @@ export function evaluateTargets(report: BenchReport): Target[] {
     });
   }
   targets.push(...resilienceTargets(report));
+  targets.push(...tiersTargets(report));
   return targets;
 }
 
 export function formatTargets(targets: Target[]): string {
   return [
-    '## targets (issue 3, "What the library must reach"; resilience scenarios)',
+    '## targets (issue 3, "What the library must reach"; resilience and tiers scenarios)',
     ...targets.map(formatTarget),
   ].join('\n');
 }
