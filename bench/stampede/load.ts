@@ -106,8 +106,8 @@ export interface LoadJob {
   /** Return every request's arrival and latency (else only counts). */
   perRequest?: boolean;
   /**
-   * Poisson mode: tell hits from misses in the caller (hitLatencies): a hit is a call that did
-   * not run the loader itself (CallRecord) and did not join another call's load in this process.
+   * Poisson mode: tell hits from misses in the caller: a hit is a call that did not run the
+   * loader itself (CallRecord) and did not join a single-flight whose leader ran it.
    */
   classify?: boolean;
 }
@@ -131,10 +131,15 @@ export interface LoadResult {
   errorIds: [number, number];
   /** Fill notifications the store received during the run; null when the library has no counter. */
   notifications: number | null;
-  /** With classify: latency (ms) of every hit, and how many calls ran a load or joined one. */
-  hitLatencies?: number[];
+  /**
+   * With classify: latency (ms) of every hit served by the in-process tier (library L1 or
+   * bento-like's), and of every other hit (a store read, or a join of a flight that read it);
+   * calls that ran the loader, and calls that joined a flight that ran it.
+   */
+  l1HitLatencies?: number[];
+  storeHitLatencies?: number[];
   ranLoad?: number;
-  joined?: number;
+  joinedLoad?: number;
 }
 
 const epochNow = () => performance.timeOrigin + performance.now();
@@ -162,7 +167,10 @@ export async function runLoad(
   let wallMs: number;
   let arrivals: number[] | undefined;
   let latencies: number[] | undefined;
-  let classifiedOut: Pick<LoadResult, 'hitLatencies' | 'ranLoad' | 'joined'> = {};
+  let classifiedOut: Pick<
+    LoadResult,
+    'l1HitLatencies' | 'storeHitLatencies' | 'ranLoad' | 'joinedLoad'
+  > = {};
   const onError = (err: unknown) => {
     callerErrors++;
     if (err instanceof BackendError) seen.add(err.id);
@@ -192,9 +200,12 @@ export async function runLoad(
     reqs = times.length;
     const lat = new Array<number>(reqs);
     const live = job.classify ? app.liveCounters(job.pattern) : undefined;
-    const hits: number[] = [];
+    const l1Hits: number[] = [];
+    const storeHits: number[] = [];
     let ranLoad = 0;
-    let joined = 0;
+    let joinedLoad = 0;
+    /** Per key, the record of the call that leads the single-flight in progress here. */
+    const leaders = new Map<string, CallRecord>();
     const plain = (i: number) => {
       const t0 = performance.now();
       return call(keyOf(ranks[i])).then(
@@ -205,29 +216,40 @@ export async function runLoad(
         },
       );
     };
+    // The library counts a join and an L1 hit before the call's first await, so reading its
+    // live counters around the synchronous start of the call tells which of them it was. A call
+    // that starts a flight leads it; a joiner waited for what its leader waited for.
     const classified = (i: number) => {
       const record: CallRecord = {};
       const key = keyOf(ranks[i]);
       const joins0 = live?.joins ?? 0;
+      const l1Hits0 = live?.l1Hits ?? 0;
       const t0 = performance.now();
       const pending = callContext.run(record, () => call(key));
       const didJoin = (live?.joins ?? 0) > joins0;
+      const fromL1 = (live?.l1Hits ?? 0) > l1Hits0;
+      const leader = didJoin ? leaders.get(key) : undefined;
+      if (!didJoin && !fromL1) leaders.set(key, record);
+      const settle = () => {
+        if (leaders.get(key) === record) leaders.delete(key);
+        return (lat[i] = performance.now() - t0);
+      };
       return pending.then(
         () => {
-          const l = (lat[i] = performance.now() - t0);
+          const l = settle();
           if (record.loadEnd !== undefined) ranLoad++;
-          else if (didJoin) joined++;
-          else hits.push(l);
+          else if (didJoin && (!leader || leader.loadEnd !== undefined)) joinedLoad++;
+          else (fromL1 ? l1Hits : storeHits).push(l);
         },
         (err: unknown) => {
-          lat[i] = performance.now() - t0;
+          settle();
           onError(err);
         },
       );
     };
     wallMs = await drive(times, job.classify ? classified : plain, events);
     if (job.classify) {
-      classifiedOut = { hitLatencies: hits, ranLoad, joined };
+      classifiedOut = { l1HitLatencies: l1Hits, storeHitLatencies: storeHits, ranLoad, joinedLoad };
     }
     if (job.perRequest) {
       arrivals = times.map((t) => startedAt + t);

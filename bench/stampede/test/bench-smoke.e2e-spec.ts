@@ -1,15 +1,16 @@
 /*
  * Smoke run of `npm run bench:stampede` (issue 3: the benchmark is not part of `npm test`, this
  * small run of it is). One measured round at concurrency 10, two forked instances, short steady
- * and snowstorm runs; then the resilience scenarios with tiny parameters (each on its own
- * throwaway redis-server, as in the real run). Asserts only structural facts that hold on a
- * slow, busy machine, never performance.
+ * and snowstorm runs; then the resilience and the tiers scenarios with tiny parameters (each on
+ * its own throwaway redis-server, as in the real run). Asserts only structural facts that hold on
+ * a slow, busy machine, never performance.
  */
 import { Redis } from 'ioredis';
 import { renderTable } from '../../shared/table';
 import { CpuBurn } from '../cpu-burn';
 import { parseArgs } from '../main';
 import { BenchReport, CLIFF_COLUMNS, runStampedeBench, scenariosOf } from '../stampede-bench';
+import { idealLoadsPerRequest, parseVariant } from '../tiers';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const ROUNDS = 1;
@@ -263,6 +264,106 @@ describe('bench:stampede smoke run of the resilience scenarios', () => {
   });
 });
 
+describe('bench:stampede smoke run of the tiers scenarios', () => {
+  let report: BenchReport;
+  const lines: string[] = [];
+
+  beforeAll(async () => {
+    report = await runStampedeBench(
+      {
+        redisUrl: REDIS_URL,
+        scenario: 'tiers',
+        backendMs: 20,
+        operationTimeoutMs: 100,
+        cooldownMs: 200,
+        l1HotsetVariants: ['two-tier-xfetch', 'two-tier-xfetch+l1', 'bento-like'],
+        l1HotsetInstances: 2,
+        l1HotsetKeys: 200,
+        l1HotsetRate: 300,
+        l1HotsetTtlMs: 300,
+        l1HotsetBackendMs: 5,
+        l1HotsetDurationMs: 400,
+        l1HotsetWarmupMs: 100,
+        l1HotsetProbeKeys: 20,
+        l1HotsetHotKeys: 10,
+        graceKeys: 10,
+        graceRate: 200,
+        graceTtlMs: 200,
+        graceDurationMs: 500,
+        graceFailRate: 0.3,
+        graceMs: 5000,
+        graceBackoffMs: 100,
+        l1StallKeys: 10,
+        l1StallRate: 200,
+        l1StallTtlMs: 5000,
+        l1StallDurationMs: 900,
+        l1StallPauseMs: 300,
+      },
+      (line) => lines.push(line),
+    );
+  }, 90_000);
+
+  it('prints a table per scenario, the variant without L1 beside the one with it', () => {
+    const out = lines.join('\n');
+    for (const title of ['## l1-hotset', '## grace-failing', '## l1-stall'])
+      expect(out).toContain(title);
+    expect(out).toMatch(/private redis-server \d+\.\d+/);
+    for (const header of ['cmds/req', 'floor_cmds/req', 'hit_p99_ms', 'l1_hits%', 'errors/failure'])
+      expect(out).toContain(header);
+    expect(out).toContain('excess_loads');
+    expect(out).toMatch(/^command\s+two-tier-xfetch\s+two-tier-xfetch\+l1\s+bento-like$/m);
+  });
+
+  it('l1-hotset: commands per request, its floor, loads per key per TTL, hits measured in the caller', () => {
+    expect(report.l1Hotset.map((r) => r.variant)).toEqual([
+      'two-tier-xfetch',
+      'two-tier-xfetch+l1',
+      'bento-like',
+    ]);
+    for (const r of report.l1Hotset) {
+      expect(r.instances).toBe(2);
+      expect(r.reqs).toBeGreaterThan(0);
+      expect(Number.isFinite(r.cmds_per_req)).toBe(true);
+      expect(r.cmds_per_load).toBeGreaterThan(0);
+      expect(r.floor_cmds_per_req).toBeCloseTo(r.loads_per_req * r.cmds_per_load, 9);
+      expect(r.hits + r.ran_load + r.joined_load).toBeLessThanOrEqual(r.reqs);
+      expect(r.store_hits).toBeLessThanOrEqual(r.hits);
+    }
+    const [plain, withL1] = report.l1Hotset;
+    expect(plain.l1_hit_share).toBe(0); // no L1 in those instances
+    expect(withL1.l1_hit_share).toBeGreaterThan(0); // l1: true reached the forked instances
+  });
+
+  it('grace-failing: injected failures and the errors callers saw, with and without grace', () => {
+    expect(report.graceFailing.map((r) => [r.pattern, r.grace_ms])).toEqual([
+      ['two-tier', 0],
+      ['two-tier-grace', 5000],
+    ]);
+    for (const r of report.graceFailing) {
+      expect(r.reqs).toBeGreaterThan(0);
+      expect(r.failures).toBeLessThanOrEqual(r.loads);
+      expect(r.caller_errors).toBeLessThanOrEqual(r.reqs);
+    }
+    expect(report.graceFailing[0].stale_serves).toBe(0); // no grace, nothing stale
+  });
+
+  it('l1-stall: backend calls and latency during the pause, with and without L1', () => {
+    expect(report.l1Stall.map((r) => r.variant)).toEqual(['two-tier-xfetch', 'two-tier-xfetch+l1']);
+    for (const r of report.l1Stall) {
+      expect(r.reqs).toBeGreaterThan(0);
+      expect(r.during_reqs).toBeLessThanOrEqual(r.reqs);
+      expect(r.excess_loads).toBeLessThanOrEqual(r.loads_during);
+    }
+    expect(report.l1Stall[0].l1_hits).toBe(0);
+    expect(report.l1Stall[1].l1_hits).toBeGreaterThan(0);
+  });
+
+  it('checks a target for every tiers scenario', () => {
+    const ids = new Set(report.targets.map((t) => t.id));
+    for (const id of ['l1-hotset', 'grace-failing', 'l1-stall']) expect(ids).toContain(id);
+  });
+});
+
 describe('bench:stampede options', () => {
   it('expands scenario groups and lists', () => {
     expect(scenariosOf('all')).toEqual(['cliff', 'steady', 'snowstorm']);
@@ -274,6 +375,25 @@ describe('bench:stampede options', () => {
       'warnings',
     ]);
     expect(scenariosOf('warnings,steady')).toEqual(['steady', 'warnings']);
+    expect(scenariosOf('tiers')).toEqual(['l1-hotset', 'grace-failing', 'l1-stall']);
+  });
+
+  it('takes the tiers variants: a pattern, or pattern+l1 for a library pattern', () => {
+    expect(parseArgs(['--l1-stall-variants', 'two-tier,two-tier+l1']).options).toMatchObject({
+      l1StallVariants: ['two-tier', 'two-tier+l1'],
+    });
+    expect(parseVariant('two-tier-xfetch+l1')).toEqual({
+      name: 'two-tier-xfetch+l1',
+      pattern: 'two-tier-xfetch',
+      l1: true,
+    });
+    expect(() => parseVariant('bento-like+l1')).toThrow(/bench-local/);
+    expect(() => parseVariant('nope')).toThrow(/unknown pattern/);
+  });
+
+  it('computes the loads per request of one load per key per TTL', () => {
+    expect(idealLoadsPerRequest(1, 0, 100, 1000)).toBeCloseTo(1 / 101, 9); // 100 per TTL, 1 load
+    expect(idealLoadsPerRequest(10_000, 1, 5000, 2000)).toBeCloseTo(0.243, 2);
   });
 
   it('takes --cpu-burn with or without a count', () => {
