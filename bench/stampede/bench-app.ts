@@ -154,12 +154,15 @@ export class BackendError extends Error {
 
 /**
  * What one caller's call did, recorded through AsyncLocalStorage (load jobs with `classify`):
- * the end of a loader call that ran in its async context. A call that ran the loader itself has
- * it set when it resolves; an XFetch or grace refresh that it started in the background ends
- * after the call has returned, so that call is still a hit.
+ * the end of a loader call that ran in its async context, and whether it met another holder's
+ * lock (BenchApp.watchLockWaits). A call that ran the loader itself has loadEnd set when it
+ * resolves; an XFetch or grace refresh that it started in the background ends after the call
+ * has returned, so that call is still a hit.
  */
 export interface CallRecord {
   loadEnd?: number;
+  /** A lock step of the call found another holder's lock (it waited for that load). */
+  lockWait?: boolean;
 }
 
 export const callContext = new AsyncLocalStorage<CallRecord>();
@@ -489,6 +492,26 @@ export class BenchApp {
     const engine = (this.stampede as unknown as { engine?: { metrics?: unknown } }).engine;
     const registry = engine?.metrics as { for?: (name: string) => MethodMetrics } | undefined;
     return registry?.for?.(`BenchPatterns.${METHOD[pattern]}`);
+  }
+
+  private lockWaitsWatched = false;
+
+  /**
+   * Marks the CallRecord of a call whose read-or-lock step finds another holder's lock ('busy':
+   * the call then waits for that holder's load), by wrapping readOrLock on this app's store
+   * instance (the library is not changed). Done once, on the first classified load job.
+   */
+  watchLockWaits(): void {
+    if (this.lockWaitsWatched) return;
+    this.lockWaitsWatched = true;
+    const store = this.stampede.store;
+    const readOrLock = store.readOrLock.bind(store);
+    store.readOrLock = async <T>(key: string, token: string, ttl: number, waiting?: boolean) => {
+      const step = await readOrLock<T>(key, token, ttl, waiting);
+      const record = callContext.getStore();
+      if (record && step.kind === 'busy') record.lockWait = true;
+      return step;
+    };
   }
 
   /** Entries of the library's L1 (undefined without one). */

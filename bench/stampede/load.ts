@@ -107,7 +107,8 @@ export interface LoadJob {
   perRequest?: boolean;
   /**
    * Poisson mode: tell hits from misses in the caller: a hit is a call that did not run the
-   * loader itself (CallRecord) and did not join a single-flight whose leader ran it.
+   * loader itself (CallRecord), did not wait for another holder's lock, and did not join a
+   * single-flight whose leader did either.
    */
   classify?: boolean;
 }
@@ -134,12 +135,14 @@ export interface LoadResult {
   /**
    * With classify: latency (ms) of every hit served by the in-process tier (library L1 or
    * bento-like's), and of every other hit (a store read, or a join of a flight that read it);
-   * calls that ran the loader, and calls that joined a flight that ran it.
+   * calls that ran the loader, calls that waited for another holder's lock (its load), and calls
+   * that joined a flight that did either.
    */
   l1HitLatencies?: number[];
   storeHitLatencies?: number[];
   ranLoad?: number;
   joinedLoad?: number;
+  waitedLock?: number;
 }
 
 const epochNow = () => performance.timeOrigin + performance.now();
@@ -169,7 +172,7 @@ export async function runLoad(
   let latencies: number[] | undefined;
   let classifiedOut: Pick<
     LoadResult,
-    'l1HitLatencies' | 'storeHitLatencies' | 'ranLoad' | 'joinedLoad'
+    'l1HitLatencies' | 'storeHitLatencies' | 'ranLoad' | 'joinedLoad' | 'waitedLock'
   > = {};
   const onError = (err: unknown) => {
     callerErrors++;
@@ -200,10 +203,12 @@ export async function runLoad(
     reqs = times.length;
     const lat = new Array<number>(reqs);
     const live = job.classify ? app.liveCounters(job.pattern) : undefined;
+    if (job.classify) app.watchLockWaits();
     const l1Hits: number[] = [];
     const storeHits: number[] = [];
     let ranLoad = 0;
     let joinedLoad = 0;
+    let waitedLock = 0;
     /** Per key, the record of the call that leads the single-flight in progress here. */
     const leaders = new Map<string, CallRecord>();
     const plain = (i: number) => {
@@ -238,7 +243,9 @@ export async function runLoad(
         () => {
           const l = settle();
           if (record.loadEnd !== undefined) ranLoad++;
-          else if (didJoin && (!leader || leader.loadEnd !== undefined)) joinedLoad++;
+          else if (record.lockWait) waitedLock++;
+          else if (didJoin && (!leader || leader.loadEnd !== undefined || leader.lockWait))
+            joinedLoad++;
           else (fromL1 ? l1Hits : storeHits).push(l);
         },
         (err: unknown) => {
@@ -247,9 +254,21 @@ export async function runLoad(
         },
       );
     };
-    wallMs = await drive(times, job.classify ? classified : plain, events);
+    // Classified calls start each in its own macrotask, as a server gets each request in its
+    // own I/O callback: the microtasks of one call (all of an L1 hit) run before the next call
+    // starts, so a hit's latency is its own and not the synchronous work of the other arrivals
+    // of the same timer tick.
+    const own = (i: number) =>
+      new Promise<void>((resolve) => setImmediate(() => resolve(classified(i))));
+    wallMs = await drive(times, job.classify ? own : plain, events);
     if (job.classify) {
-      classifiedOut = { l1HitLatencies: l1Hits, storeHitLatencies: storeHits, ranLoad, joinedLoad };
+      classifiedOut = {
+        l1HitLatencies: l1Hits,
+        storeHitLatencies: storeHits,
+        ranLoad,
+        joinedLoad,
+        waitedLock,
+      };
     }
     if (job.perRequest) {
       arrivals = times.map((t) => startedAt + t);

@@ -102,8 +102,12 @@ export interface L1HotsetRow {
   store_hits: number;
   store_hit_p50: number;
   store_hit_p99: number;
-  /** Calls that ran the loader themselves, and calls that joined a flight that ran it. */
+  /**
+   * Misses measured in the caller: calls that ran the loader, calls that waited for another
+   * instance's lock (its load), and calls that joined a flight that did either.
+   */
   ran_load: number;
+  waited_lock: number;
   joined_load: number;
   /** l1Hits (library) or bento-like's own L1 hits, per request. */
   l1_hit_share: number;
@@ -133,8 +137,8 @@ export const L1_HOTSET_COLUMNS: Column<L1HotsetRow>[] = [
   { header: 'redis_hit_p50_ms', value: (r) => r.store_hit_p50, digits: 3 },
   { header: 'redis_hit_p99_ms', value: (r) => r.store_hit_p99, digits: 3 },
   { header: 'ran_load', value: (r) => r.ran_load },
+  { header: 'waited_lock', value: (r) => r.waited_lock },
   { header: 'joined_load', value: (r) => r.joined_load },
-  { header: 'lock_waits', value: (r) => r.lock_waits },
   { header: 'store_err', value: (r) => r.store_errors },
 ];
 
@@ -153,7 +157,7 @@ export async function l1Hotset(ctx: ScenarioContext): Promise<L1HotsetRow[]> {
     `\n## l1-hotset: ${redis.describe()}; ${o.l1HotsetKeys} keys, Zipf s=${o.l1HotsetZipf}, Poisson ${o.l1HotsetRate} req/s in all` +
       `${k > 1 ? ` over ${k} forked instances (${Math.round(o.l1HotsetRate / k)} each)` : ' in this process'}, TTL ${o.l1HotsetTtlMs} ms, ` +
       `backend ${o.l1HotsetBackendMs} ms, ${o.l1HotsetDurationMs} ms measured after ${o.l1HotsetWarmupMs} ms of warm-up; ` +
-      `+l1 = StampedeModule l1: true; cmds/load from ${o.l1HotsetProbeKeys} cold keys called once; hits = calls that neither ran a load nor joined one; ` +
+      `+l1 = StampedeModule l1: true; cmds/load from ${o.l1HotsetProbeKeys} cold keys called once; hits = calls that did not run a load, wait for a lock or join a flight that did; ` +
       `a cache-aside loading each key once per TTL makes ${ideal.toFixed(3)} loads per request here (Zipf model)`,
   );
   const rows = new Map<string, L1HotsetRow>();
@@ -257,6 +261,7 @@ export async function l1Hotset(ctx: ScenarioContext): Promise<L1HotsetRow[]> {
             store_hit_p50: q(storeHits, 0.5),
             store_hit_p99: q(storeHits, 0.99),
             ran_load: results.reduce((a, r) => a + (r.ranLoad ?? 0), 0),
+            waited_lock: results.reduce((a, r) => a + (r.waitedLock ?? 0), 0),
             joined_load: results.reduce((a, r) => a + (r.joinedLoad ?? 0), 0),
             l1_hit_share: c.l1Hits / reqs,
             store_errors: c.storeErrors + cold.counters.storeErrors,

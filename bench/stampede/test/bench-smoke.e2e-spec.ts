@@ -326,7 +326,7 @@ describe('bench:stampede smoke run of the tiers scenarios', () => {
       expect(Number.isFinite(r.cmds_per_req)).toBe(true);
       expect(r.cmds_per_load).toBeGreaterThan(0);
       expect(r.floor_cmds_per_req).toBeCloseTo(r.loads_per_req * r.cmds_per_load, 9);
-      expect(r.hits + r.ran_load + r.joined_load).toBeLessThanOrEqual(r.reqs);
+      expect(r.hits + r.ran_load + r.waited_lock + r.joined_load).toBeLessThanOrEqual(r.reqs);
       expect(r.store_hits).toBeLessThanOrEqual(r.hits);
     }
     const [plain, withL1] = report.l1Hotset;
