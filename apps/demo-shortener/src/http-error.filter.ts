@@ -1,5 +1,9 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
+import { DATABASE_UNAVAILABLE_MESSAGE, DatabaseUnavailableError } from './db/database.errors';
+
+/** A database outage fails every request: one warning per this many ms, with the count. */
+const DATABASE_LOG_INTERVAL_MS = 5000;
 
 /**
  * Fastify's own request errors (Nest hands them over as HttpExceptions with Fastify's text),
@@ -20,12 +24,15 @@ const STATUS_TEXT: Record<number, string> = {
   413: 'Payload Too Large',
   415: 'Unsupported Media Type',
   500: 'Internal Server Error',
+  503: 'Service Unavailable',
 };
 
 /** Every error as JSON `{ statusCode, error, message }`; server errors are logged, not shown. */
 @Catch()
 export class HttpErrorFilter implements ExceptionFilter {
   private readonly logger = new Logger('Shortener');
+  private lastDatabaseLog = 0;
+  private databaseFailuresNotLogged = 0;
 
   constructor(private readonly bodyLimit: number) {}
 
@@ -33,7 +40,11 @@ export class HttpErrorFilter implements ExceptionFilter {
     const reply = host.switchToHttp().getResponse<FastifyReply>();
     let status = 500;
     let message = 'Internal server error';
-    if (exception instanceof HttpException) {
+    if (exception instanceof DatabaseUnavailableError) {
+      status = 503;
+      message = DATABASE_UNAVAILABLE_MESSAGE;
+      this.logDatabaseFailure(exception);
+    } else if (exception instanceof HttpException) {
       status = exception.getStatus();
       const body = exception.getResponse();
       if (typeof body === 'object' && body !== null && !('message' in body)) {
@@ -47,7 +58,7 @@ export class HttpErrorFilter implements ExceptionFilter {
           : String((body as { message?: unknown }).message ?? exception.message);
       message = clearerMessage(status, message, this.bodyLimit);
     }
-    if (status >= 500) {
+    if (status >= 500 && !(exception instanceof DatabaseUnavailableError)) {
       this.logger.error(
         exception instanceof Error ? (exception.stack ?? exception.message) : String(exception),
       );
@@ -56,5 +67,21 @@ export class HttpErrorFilter implements ExceptionFilter {
       .status(status)
       .header('Content-Type', 'application/json; charset=utf-8')
       .send({ statusCode: status, error: STATUS_TEXT[status] ?? 'Error', message });
+  }
+
+  /** One line (no stack: the cause is outside the app), at most every few seconds. */
+  private logDatabaseFailure(err: DatabaseUnavailableError): void {
+    const now = Date.now();
+    if (now - this.lastDatabaseLog < DATABASE_LOG_INTERVAL_MS) {
+      this.databaseFailuresNotLogged++;
+      return;
+    }
+    const more = this.databaseFailuresNotLogged;
+    this.lastDatabaseLog = now;
+    this.databaseFailuresNotLogged = 0;
+    this.logger.warn(
+      `503 database unavailable: ${err.message}` +
+        (more > 0 ? ` (and ${more} more since the last report)` : ''),
+    );
   }
 }

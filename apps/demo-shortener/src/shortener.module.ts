@@ -3,6 +3,7 @@ import { TerminusModule } from '@nestjs/terminus';
 import { StampedeHealthModule } from '@nest-redis-resilience/stampede/health';
 import { StampedeModule } from '@nest-redis-resilience/stampede';
 import type { ShortenerConfig } from './config';
+import { GuardedUrlRepository } from './db/guarded-url-repository';
 import { createUrlRepository } from './db/repository.factory';
 import type { UrlRepository } from './db/url-repository';
 import { DatabaseHealthIndicator } from './health/database.health';
@@ -48,10 +49,8 @@ export class ShortenerModule {
         {
           provide: URL_REPOSITORY,
           useFactory: async () => {
-            const repo = createUrlRepository(
-              config.databaseUrl,
-              config.databaseTable,
-              config.dbPoolSize,
+            const repo = new GuardedUrlRepository(
+              createUrlRepository(config.databaseUrl, config.databaseTable, config.dbPoolSize),
             );
             try {
               await repo.init();

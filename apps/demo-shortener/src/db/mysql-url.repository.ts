@@ -29,6 +29,12 @@ export class MysqlUrlRepository implements UrlRepository {
       supportBigNumbers: true,
       bigNumberStrings: true,
     });
+    // A pooled connection that breaks while idle or while checked out emits 'error'; mysql2
+    // listens only once per connection (to drop it from the pool), so a second event (a
+    // command after the loss) would end the process. This listener stays for its lifetime.
+    this.pool.pool.on('connection', (connection) => {
+      connection.on('error', () => undefined);
+    });
   }
 
   async init(): Promise<void> {
@@ -64,7 +70,17 @@ export class MysqlUrlRepository implements UrlRepository {
       await conn.commit();
       return { record: { code, url, createdAt: createdAt.toISOString() } };
     } catch (err) {
-      await conn?.rollback().catch(() => undefined);
+      if (
+        conn &&
+        !(await conn.rollback().then(
+          () => true,
+          () => false,
+        ))
+      ) {
+        // The connection is gone (or in an unknown state): never hand it out again.
+        conn.destroy();
+        conn = undefined;
+      }
       if (isUniqueViolation(err)) return this.conflictOf(urlHash);
       throw err;
     } finally {

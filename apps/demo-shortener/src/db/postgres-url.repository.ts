@@ -122,19 +122,58 @@ export class PostgresUrlRepository implements UrlRepository {
     return { conflict: (await this.findByUrlHash(urlHash)) ? 'url-exists' : 'code-taken' };
   }
 
+  /**
+   * BEGIN, work, COMMIT on one checked-out client. While checked out, a client has no pool
+   * listener for 'error': a connection that drops then (server restart, pg_terminate_backend,
+   * network) emits an 'error' event that would end the process. `checkout` attaches one, and a
+   * client that failed is released with the error, so the pool destroys it instead of handing
+   * it out again.
+   */
   private async transaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
+    const { client, lost } = await this.checkout();
+    let broken: Error | undefined;
     try {
       await client.query('BEGIN');
       const result = await work(client);
       await client.query('COMMIT');
       return result;
     } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
+      if (!lost.error) {
+        await client.query('ROLLBACK').catch((rollbackError: Error) => {
+          broken = rollbackError;
+        });
+      }
       throw err;
     } finally {
-      client.release();
+      client.removeListener('error', lost.listener);
+      client.release(lost.error ?? broken);
     }
+  }
+
+  /**
+   * A client of the pool with an 'error' listener attached in the pool's own callback, not
+   * after an `await`: the socket chunk that completed the previous holder's query may also hold
+   * a FATAL message (pg_terminate_backend), which pg dispatches before any promise continues.
+   */
+  private checkout(): Promise<{
+    client: PoolClient;
+    lost: { error?: Error; listener: (err: Error) => void };
+  }> {
+    return new Promise((resolve, reject) => {
+      this.pool.connect((err, client) => {
+        if (err || !client) {
+          reject(err ?? new Error('the pool gave no client'));
+          return;
+        }
+        const lost: { error?: Error; listener: (err: Error) => void } = {
+          listener: (error) => {
+            lost.error ??= error;
+          },
+        };
+        client.on('error', lost.listener);
+        resolve({ client, lost });
+      });
+    });
   }
 }
 

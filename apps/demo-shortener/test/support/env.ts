@@ -3,6 +3,7 @@ import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { Connection, createConnection } from 'mysql2/promise';
 import { Client } from 'pg';
 import { createShortenerApp } from '../../src/app.factory';
 import type { ShortenerConfig } from '../../src/config';
@@ -13,6 +14,7 @@ import { URL_REPOSITORY } from '../../src/shortener.constants';
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 export const POSTGRES_URL =
   process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+export const MYSQL_URL = process.env.TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test';
 export const PUBLIC_BASE_URL = 'http://sho.rt';
 
 /** A name of this test run alone: Redis key prefix, table name, file name. */
@@ -45,6 +47,22 @@ export async function requirePostgres(): Promise<void> {
     );
   } finally {
     await client.end().catch(() => undefined);
+  }
+}
+
+/** Fails with a clear message when the test MySQL / MariaDB does not answer. */
+export async function requireMysql(): Promise<void> {
+  let conn: Connection | undefined;
+  try {
+    conn = await createConnection({ uri: MYSQL_URL, connectTimeout: 3000 });
+    await conn.query('SELECT 1');
+  } catch (err) {
+    throw new Error(
+      `MySQL/MariaDB is not reachable at ${MYSQL_URL} (${(err as Error).message}). ` +
+        'These tests need it: start MariaDB (root without password, database "test") or set TEST_MYSQL_URL.',
+    );
+  } finally {
+    await conn?.end().catch(() => undefined);
   }
 }
 
