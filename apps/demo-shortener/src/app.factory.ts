@@ -1,7 +1,7 @@
 import { LogLevel } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
-import { resolveConfig, ShortenerConfig } from './config';
+import { parseShortenerEnv, ShortenerEnv } from './config';
 import { HttpErrorFilter } from './http-error.filter';
 import { ShortenerModule } from './shortener.module';
 
@@ -11,15 +11,16 @@ export interface CreateShortenerAppOptions {
 }
 
 /**
- * Builds the shortener (not yet listening): the environment's configuration with `overrides`
- * on top. `await app.listen(port, host)` to serve, or `app.init()` for tests.
+ * Builds the shortener (not yet listening), configured by `env` (default process.env; tests
+ * pass their own variables). Throws ConfigError naming every bad variable. `await
+ * app.listen(port, host)` to serve, or `app.init()` for tests.
  */
 export async function createShortenerApp(
-  overrides: Partial<ShortenerConfig> = {},
+  env: NodeJS.ProcessEnv | ShortenerEnv = process.env,
   options: CreateShortenerAppOptions = {},
 ): Promise<NestFastifyApplication> {
-  const config = resolveConfig(overrides);
-  const adapter = new FastifyAdapter({ bodyLimit: config.bodyLimit });
+  const config = parseShortenerEnv(env);
+  const adapter = new FastifyAdapter({ bodyLimit: config.http.bodyLimit });
   // Bodies that are not JSON reach the handler as text, which answers 400 "must be JSON".
   adapter.getInstance().addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => {
     done(null, body);
@@ -29,6 +30,6 @@ export async function createShortenerApp(
     adapter,
     { logger: options.logger ?? ['log', 'warn', 'error'], abortOnError: false },
   );
-  app.useGlobalFilters(new HttpErrorFilter(config.bodyLimit));
+  app.useGlobalFilters(new HttpErrorFilter(config.http.bodyLimit));
   return app;
 }

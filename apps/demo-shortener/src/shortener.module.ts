@@ -1,7 +1,15 @@
 import { DynamicModule, Inject, Injectable, Module, OnApplicationShutdown } from '@nestjs/common';
+import { ConfigModule } from '@nestjs/config';
 import { TerminusModule } from '@nestjs/terminus';
 import { StampedeHealthModule } from '@nest-redis-resilience/stampede/health';
 import { StampedeModule } from '@nest-redis-resilience/stampede';
+import {
+  bindNamespaces,
+  cacheConfig,
+  type CacheConfig,
+  databaseConfig,
+  type DatabaseConfig,
+} from './config';
 import type { ShortenerConfig } from './config';
 import { GuardedUrlRepository } from './db/guarded-url-repository';
 import { createUrlRepository } from './db/repository.factory';
@@ -10,7 +18,7 @@ import { DatabaseHealthIndicator } from './health/database.health';
 import { HealthController } from './health/health.controller';
 import { MetricsController } from './metrics/metrics.controller';
 import { ShortenerMetrics } from './metrics/shortener-metrics';
-import { SHORTENER_CONFIG, URL_REPOSITORY } from './shortener.constants';
+import { URL_REPOSITORY } from './shortener.constants';
 import { ShortenerService } from './urls/shortener.service';
 import { UrlResolver } from './urls/url-resolver';
 import { UrlsController } from './urls/urls.controller';
@@ -27,30 +35,35 @@ export class DatabaseLifecycle implements OnApplicationShutdown {
 
 @Module({})
 export class ShortenerModule {
+  /** The app, configured by `config` (parsed from the environment by createShortenerApp). */
   static forRoot(config: ShortenerConfig): DynamicModule {
     return {
       module: ShortenerModule,
       imports: [
+        ConfigModule.forRoot({ isGlobal: true, ignoreEnvFile: true, load: bindNamespaces(config) }),
         TerminusModule.forRoot({ logger: false }),
         StampedeHealthModule,
-        StampedeModule.forRoot({
-          // Without the cache the module still runs (in-memory store), but nothing calls it.
-          redis: config.cacheEnabled ? config.redisUrl : undefined,
-          keyPrefix: config.redisKeyPrefix,
-          defaultTtl: config.cacheTtlMs,
-          operationTimeout: config.redisOperationTimeoutMs,
-          cooldown: config.redisCooldownMs,
-          connectTimeout: config.redisConnectTimeoutMs,
+        StampedeModule.forRootAsync({
+          inject: [cacheConfig.KEY],
+          useFactory: (cache: CacheConfig) => ({
+            // Without the cache the module still runs (in-memory store), but nothing calls it.
+            redis: cache.enabled ? cache.redisUrl : undefined,
+            keyPrefix: cache.keyPrefix,
+            defaultTtl: cache.ttlMs,
+            operationTimeout: cache.operationTimeoutMs,
+            cooldown: cache.cooldownMs,
+            connectTimeout: cache.connectTimeoutMs,
+          }),
         }),
       ],
       controllers: [HealthController, MetricsController, UrlsController],
       providers: [
-        { provide: SHORTENER_CONFIG, useValue: config },
         {
           provide: URL_REPOSITORY,
-          useFactory: async () => {
+          inject: [databaseConfig.KEY],
+          useFactory: async (database: DatabaseConfig) => {
             const repo = new GuardedUrlRepository(
-              createUrlRepository(config.databaseUrl, config.databaseTable, config.dbPoolSize),
+              createUrlRepository(database.url, database.table, database.poolSize),
             );
             try {
               await repo.init();

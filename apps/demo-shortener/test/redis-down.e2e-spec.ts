@@ -21,12 +21,12 @@ describe('shortener: Redis killed and restarted', () => {
   beforeAll(async () => {
     server = await ThrowawayRedis.start();
     app = await startApp({
-      databaseUrl: sqlite.url,
-      databaseTable: `redisdown_${id}`,
-      redisUrl: server.url,
-      redisKeyPrefix: `test:shortener:${id}:`,
-      cacheTtlMs: 60_000,
-      healthTimeoutMs: 500,
+      DATABASE_URL: sqlite.url,
+      DATABASE_TABLE: `redisdown_${id}`,
+      REDIS_URL: server.url,
+      REDIS_KEY_PREFIX: `test:shortener:${id}:`,
+      CACHE_TTL: '60s',
+      HEALTH_TIMEOUT: '500ms',
     });
     http = request(app.getHttpServer());
     code = (await http.post('/urls').send({ url: target }).expect(201)).body.code;

@@ -23,10 +23,10 @@ describe('shortener: redirects of an expired hot code (stampede)', () => {
   const prefix = `test:shortener:${id}:`;
   const sqlite = tempSqlite(id);
   const config = {
-    databaseUrl: sqlite.url,
-    databaseTable: `stampede_${id}`,
-    redisKeyPrefix: prefix,
-    cacheTtlMs: 60_000,
+    DATABASE_URL: sqlite.url,
+    DATABASE_TABLE: `stampede_${id}`,
+    REDIS_KEY_PREFIX: prefix,
+    CACHE_TTL: '60s',
   };
   const target = 'https://example.com/hot/stampede';
   let a: NestFastifyApplication;

@@ -1,8 +1,7 @@
 import { Controller, Get, Inject } from '@nestjs/common';
 import { HealthCheck, HealthCheckService, HealthIndicatorFunction } from '@nestjs/terminus';
 import { StampedeHealthIndicator } from '@nest-redis-resilience/stampede/health';
-import type { ShortenerConfig } from '../config';
-import { SHORTENER_CONFIG } from '../shortener.constants';
+import { cacheConfig, type CacheConfig, healthConfig, type HealthConfig } from '../config';
 import { DatabaseHealthIndicator } from './database.health';
 
 /** 200 when the database (and Redis, with the cache on) answer within HEALTH_TIMEOUT; else 503. */
@@ -12,15 +11,16 @@ export class HealthController {
     private readonly health: HealthCheckService,
     private readonly database: DatabaseHealthIndicator,
     private readonly cache: StampedeHealthIndicator,
-    @Inject(SHORTENER_CONFIG) private readonly config: ShortenerConfig,
+    @Inject(cacheConfig.KEY) private readonly cacheSettings: CacheConfig,
+    @Inject(healthConfig.KEY) private readonly settings: HealthConfig,
   ) {}
 
   @Get()
   @HealthCheck()
   check() {
-    const timeout = this.config.healthTimeoutMs;
+    const timeout = this.settings.timeoutMs;
     const checks: HealthIndicatorFunction[] = [() => this.database.isHealthy('database', timeout)];
-    if (this.config.cacheEnabled) {
+    if (this.cacheSettings.enabled) {
       checks.push(() => this.cache.isHealthy('redis', { timeout }));
     }
     return this.health.check(checks);

@@ -11,8 +11,7 @@ import {
 } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { Inject } from '@nestjs/common';
-import type { ShortenerConfig } from '../config';
-import { SHORTENER_CONFIG } from '../shortener.constants';
+import { httpConfig, type HttpConfig } from '../config';
 import { ShortenerService } from './shortener.service';
 import { InvalidUrlError, isLookupableCode, validateTargetUrl } from './url-validation';
 
@@ -31,7 +30,7 @@ function notFound(code: string): NotFoundException {
 export class UrlsController {
   constructor(
     private readonly shortener: ShortenerService,
-    @Inject(SHORTENER_CONFIG) private readonly config: ShortenerConfig,
+    @Inject(httpConfig.KEY) private readonly http: HttpConfig,
   ) {}
 
   /** 201 with the new code; 200 with the existing code when the URL was shortened before. */
@@ -43,7 +42,7 @@ export class UrlsController {
   ): Promise<ShortUrlView> {
     let url: string;
     try {
-      url = validateTargetUrl(body, this.config.publicBaseUrl);
+      url = validateTargetUrl(body, this.http.publicBaseUrl);
     } catch (err) {
       if (err instanceof InvalidUrlError) throw new BadRequestException(err.message);
       throw err;

@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import request from 'supertest';
 import { decodeBase62, encodeBase62 } from '../../src/codes/base62';
 import { urlHash } from '../../src/codes/code-strategy';
-import type { ShortenerConfig } from '../../src/config';
+import type { ShortenerEnv } from '../../src/config';
 import {
   closeAndDrop,
   dbLookups,
@@ -37,11 +37,11 @@ export function describeShortenerApi(
     beforeAll(async () => {
       const db = await database();
       cleanup = db.cleanup;
-      const config: Partial<ShortenerConfig> = {
-        databaseUrl: db.url,
-        databaseTable: `e2e_${id}`,
-        redisKeyPrefix: prefix,
-        bodyLimit: 4096,
+      const config: ShortenerEnv = {
+        DATABASE_URL: db.url,
+        DATABASE_TABLE: `e2e_${id}`,
+        REDIS_KEY_PREFIX: prefix,
+        BODY_LIMIT: '4096',
       };
       app = await startApp(config);
       http = request(app.getHttpServer());

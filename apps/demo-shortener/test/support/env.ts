@@ -6,7 +6,7 @@ import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Connection, createConnection } from 'mysql2/promise';
 import { Client } from 'pg';
 import { createShortenerApp } from '../../src/app.factory';
-import type { ShortenerConfig } from '../../src/config';
+import type { ShortenerEnv } from '../../src/config';
 import type { UrlRepository } from '../../src/db/url-repository';
 import { ShortenerMetrics } from '../../src/metrics/shortener-metrics';
 import { URL_REPOSITORY } from '../../src/shortener.constants';
@@ -68,23 +68,25 @@ export async function requireMysql(): Promise<void> {
 
 export { deleteKeys } from '../../../../test/support/redis';
 
-/** An initialized app (not listening) with test defaults under `config`. */
-export async function startApp(config: Partial<ShortenerConfig>): Promise<NestFastifyApplication> {
+/**
+ * An initialized app (not listening) configured by test defaults with `env` on top. Only these
+ * variables count: the shell's own (CODE_STRATEGY, CACHE_TTL...) do not leak in.
+ */
+export async function startApp(env: ShortenerEnv): Promise<NestFastifyApplication> {
   const app = await createShortenerApp(
     {
-      // Fixed here, so that variables of the shell (CODE_STRATEGY, CACHE_TTL...) do not leak in.
-      publicBaseUrl: PUBLIC_BASE_URL,
-      redisUrl: REDIS_URL,
-      cacheEnabled: true,
-      codeStrategy: 'sequence',
-      cacheTtlMs: 60_000,
-      missCacheTtlMs: 30_000,
-      redisOperationTimeoutMs: 250,
-      redisCooldownMs: 1000,
-      healthTimeoutMs: 1000,
-      bodyLimit: 16 * 1024,
-      dbPoolSize: 10,
-      ...config,
+      PUBLIC_BASE_URL,
+      REDIS_URL,
+      CACHE_ENABLED: 'true',
+      CODE_STRATEGY: 'sequence',
+      CACHE_TTL: '60s',
+      MISS_CACHE_TTL: '30s',
+      REDIS_OPERATION_TIMEOUT: '250ms',
+      REDIS_COOLDOWN: '1s',
+      HEALTH_TIMEOUT: '1s',
+      BODY_LIMIT: '16384',
+      DB_POOL_SIZE: '10',
+      ...env,
     },
     { logger: false },
   );
