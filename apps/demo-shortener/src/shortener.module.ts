@@ -62,9 +62,10 @@ export class ShortenerModule {
           provide: URL_REPOSITORY,
           inject: [databaseConfig.KEY],
           useFactory: async (database: DatabaseConfig) => {
-            const repo = new GuardedUrlRepository(
-              createUrlRepository(database.url, database.table, database.poolSize),
-            );
+            const repo = new GuardedUrlRepository(createUrlRepository(database), {
+              // A backstop for what the drivers' own timeouts do not cover (a stalled network).
+              deadlineMs: database.connectTimeoutMs + database.statementTimeoutMs + 1000,
+            });
             try {
               await repo.init();
             } catch (err) {

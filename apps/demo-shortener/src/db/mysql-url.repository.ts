@@ -1,4 +1,5 @@
 import { createPool, Pool, PoolConnection, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
+import type { DatabaseConfig } from '../config';
 import { InsertResult, toIso, UrlRecord, UrlRepository } from './url-repository';
 
 interface Row extends RowDataPacket {
@@ -11,21 +12,30 @@ function isUniqueViolation(err: unknown): boolean {
   return (err as { code?: string })?.code === 'ER_DUP_ENTRY';
 }
 
-/** MySQL or MariaDB through a mysql2 pool of `poolSize` connections. */
+/**
+ * MySQL or MariaDB through a mysql2 pool of `poolSize` connections. Each connection is set up
+ * so that no statement waits long: `statementTimeoutMs` bounds lock waits (table and row
+ * locks, whole seconds) and the run of a statement (MariaDB `max_statement_time`, MySQL
+ * `max_execution_time`, which covers SELECTs only).
+ */
 export class MysqlUrlRepository implements UrlRepository {
   readonly kind = 'mysql';
   private readonly pool: Pool;
+  private readonly table: string;
 
   constructor(
-    uri: string,
-    private readonly table: string,
-    poolSize: number,
+    database: Pick<
+      DatabaseConfig,
+      'url' | 'table' | 'poolSize' | 'statementTimeoutMs' | 'connectTimeoutMs'
+    >,
   ) {
+    this.table = database.table;
+    const lockWaitS = Math.max(1, Math.ceil(database.statementTimeoutMs / 1000));
     this.pool = createPool({
-      uri,
-      connectionLimit: poolSize,
+      uri: database.url,
+      connectionLimit: database.poolSize,
       timezone: 'Z',
-      connectTimeout: 5000,
+      connectTimeout: database.connectTimeoutMs,
       supportBigNumbers: true,
       bigNumberStrings: true,
     });
@@ -34,6 +44,23 @@ export class MysqlUrlRepository implements UrlRepository {
     // command after the loss) would end the process. This listener stays for its lifetime.
     this.pool.pool.on('connection', (connection) => {
       connection.on('error', () => undefined);
+      // Queued before the first command of whoever asked for the connection.
+      const ignore = () => undefined;
+      connection.query(
+        `SET SESSION lock_wait_timeout = ${lockWaitS}, innodb_lock_wait_timeout = ${lockWaitS}`,
+        ignore,
+      );
+      connection.query(
+        `SET SESSION max_statement_time = ${database.statementTimeoutMs / 1000}`,
+        (err: unknown) => {
+          // Not MariaDB: MySQL's own limit (SELECT statements only).
+          if (err)
+            connection.query(
+              `SET SESSION max_execution_time = ${database.statementTimeoutMs}`,
+              ignore,
+            );
+        },
+      );
     });
   }
 

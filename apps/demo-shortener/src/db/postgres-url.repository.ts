@@ -1,4 +1,5 @@
 import { Pool, PoolClient } from 'pg';
+import type { DatabaseConfig } from '../config';
 import { InsertResult, toIso, UrlRecord, UrlRepository } from './url-repository';
 
 interface Row {
@@ -11,21 +12,33 @@ function isUniqueViolation(err: unknown): boolean {
   return (err as { code?: string })?.code === '23505';
 }
 
-/** PostgreSQL through a pg Pool of `poolSize` connections. */
+/**
+ * PostgreSQL through a pg Pool of `poolSize` connections. Nothing waits on the database for
+ * long: each statement is cancelled by the server after `statementTimeoutMs` (lock waits
+ * included), the client gives up a second later if the server does not even answer, and
+ * getting a connection (new, or a free one of a busy pool) gives up after `connectTimeoutMs`.
+ */
 export class PostgresUrlRepository implements UrlRepository {
   readonly kind = 'postgres';
   private readonly pool: Pool;
+  private readonly table: string;
 
   constructor(
-    connectionString: string,
-    private readonly table: string,
-    poolSize: number,
+    database: Pick<
+      DatabaseConfig,
+      'url' | 'table' | 'poolSize' | 'statementTimeoutMs' | 'connectTimeoutMs'
+    >,
   ) {
+    this.table = database.table;
     this.pool = new Pool({
-      connectionString,
-      max: poolSize,
-      connectionTimeoutMillis: 5000,
+      connectionString: database.url,
+      max: database.poolSize,
+      connectionTimeoutMillis: database.connectTimeoutMs,
       idleTimeoutMillis: 30_000,
+      statement_timeout: database.statementTimeoutMs,
+      query_timeout: database.statementTimeoutMs + 1000,
+      // A transaction left open by a stalled holder releases its locks.
+      idle_in_transaction_session_timeout: database.statementTimeoutMs,
     });
     // An idle connection that breaks (server restart) must not crash the process.
     this.pool.on('error', () => undefined);

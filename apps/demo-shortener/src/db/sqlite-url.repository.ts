@@ -22,14 +22,16 @@ export class SqliteUrlRepository implements UrlRepository {
   private readonly db: Database.Database;
   private readonly statements = new Map<string, Database.Statement>();
 
+  /** `busyTimeoutMs`: longest wait for a lock held by another connection (then SQLITE_BUSY). */
   constructor(
     file: string,
     private readonly table: string,
+    busyTimeoutMs: number,
   ) {
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
     this.db = new Database(file);
     this.db.pragma('journal_mode = WAL');
-    this.db.pragma('busy_timeout = 5000');
+    this.db.pragma(`busy_timeout = ${Math.round(busyTimeoutMs)}`);
     this.db.pragma('synchronous = NORMAL');
   }
 
