@@ -1,13 +1,14 @@
-import { LogLevel } from '@nestjs/common';
+import { LoggerService, LogLevel } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { parseShortenerEnv, ShortenerEnv } from './config';
-import { HttpErrorFilter } from './http-error.filter';
+import { fastifyOptions } from './http/fastify-options';
+import { HttpErrorFilter } from './http/http-error.filter';
 import { ShortenerModule } from './shortener.module';
 
 export interface CreateShortenerAppOptions {
-  /** Nest logger levels, or false for none (tests). Default: log, warn, error. */
-  logger?: false | LogLevel[];
+  /** Nest logger levels, a logger, or false for none (tests). Default: log, warn, error. */
+  logger?: false | LogLevel[] | LoggerService;
 }
 
 /**
@@ -20,7 +21,7 @@ export async function createShortenerApp(
   options: CreateShortenerAppOptions = {},
 ): Promise<NestFastifyApplication> {
   const config = parseShortenerEnv(env);
-  const adapter = new FastifyAdapter({ bodyLimit: config.http.bodyLimit });
+  const adapter = new FastifyAdapter(fastifyOptions(config.http));
   // Bodies that are not JSON reach the handler as text, which answers 400 "must be JSON".
   adapter.getInstance().addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => {
     done(null, body);

@@ -2,10 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { LoggerService, LogLevel } from '@nestjs/common';
 import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Connection, createConnection } from 'mysql2/promise';
 import { Client } from 'pg';
-import { createShortenerApp } from '../../src/app.factory';
+import { createShortenerApp, CreateShortenerAppOptions } from '../../src/app.factory';
 import type { ShortenerEnv } from '../../src/config';
 import type { UrlRepository } from '../../src/db/url-repository';
 import { ShortenerMetrics } from '../../src/metrics/shortener-metrics';
@@ -72,7 +73,10 @@ export { deleteKeys } from '../../../../test/support/redis';
  * An initialized app (not listening) configured by test defaults with `env` on top. Only these
  * variables count: the shell's own (CODE_STRATEGY, CACHE_TTL...) do not leak in.
  */
-export async function startApp(env: ShortenerEnv): Promise<NestFastifyApplication> {
+export async function startApp(
+  env: ShortenerEnv,
+  options: CreateShortenerAppOptions = { logger: false },
+): Promise<NestFastifyApplication> {
   const app = await createShortenerApp(
     {
       PUBLIC_BASE_URL,
@@ -88,7 +92,7 @@ export async function startApp(env: ShortenerEnv): Promise<NestFastifyApplicatio
       DB_POOL_SIZE: '10',
       ...env,
     },
-    { logger: false },
+    options,
   );
   await app.init();
   await app.getHttpAdapter().getInstance().ready();
@@ -119,5 +123,30 @@ export async function waitFor(check: () => Promise<boolean>, timeoutMs: number):
     if (await check()) return true;
     if (Date.now() > deadline) return false;
     await delay(50);
+  }
+}
+
+/** A Nest logger that keeps every entry (all levels), for tests that check what is logged. */
+export class CapturingLogger implements LoggerService {
+  readonly entries: { level: LogLevel; message: string }[] = [];
+
+  log(message: unknown) {
+    this.add('log', message);
+  }
+  error(message: unknown, ...rest: unknown[]) {
+    this.add('error', [message, ...rest].join(' '));
+  }
+  warn(message: unknown) {
+    this.add('warn', message);
+  }
+  debug(message: unknown) {
+    this.add('debug', message);
+  }
+  verbose(message: unknown) {
+    this.add('verbose', message);
+  }
+
+  private add(level: LogLevel, message: unknown) {
+    this.entries.push({ level, message: String(message) });
   }
 }

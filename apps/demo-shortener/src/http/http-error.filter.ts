@@ -1,6 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
-import type { FastifyReply } from 'fastify';
-import { DATABASE_UNAVAILABLE_MESSAGE, DatabaseUnavailableError } from './db/database.errors';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { DATABASE_UNAVAILABLE_MESSAGE, DatabaseUnavailableError } from '../db/database.errors';
+import { errorBody } from './error-body';
 
 /** A database outage fails every request: one warning per this many ms, with the count. */
 const DATABASE_LOG_INTERVAL_MS = 5000;
@@ -18,16 +19,17 @@ function clearerMessage(status: number, message: string, bodyLimit: number): str
   return message;
 }
 
-const STATUS_TEXT: Record<number, string> = {
-  400: 'Bad Request',
-  404: 'Not Found',
-  413: 'Payload Too Large',
-  415: 'Unsupported Media Type',
-  500: 'Internal Server Error',
-  503: 'Service Unavailable',
-};
+/** The client went away (or was cut off by the request timeout) before its request was complete. */
+function isClientAbort(exception: unknown, request: FastifyRequest | undefined): boolean {
+  if ((exception as { code?: unknown })?.code === 'ECONNRESET') return true;
+  const raw = request?.raw;
+  return !!raw && (raw.destroyed || !!raw.socket?.destroyed) && !raw.complete;
+}
 
-/** Every error as JSON `{ statusCode, error, message }`; server errors are logged, not shown. */
+/**
+ * Every error as JSON `{ statusCode, error, message }`; a failed database is 503; server
+ * errors are logged, not shown; clients that went away are logged at debug level only.
+ */
 @Catch()
 export class HttpErrorFilter implements ExceptionFilter {
   private readonly logger = new Logger('Shortener');
@@ -37,7 +39,16 @@ export class HttpErrorFilter implements ExceptionFilter {
   constructor(private readonly bodyLimit: number) {}
 
   catch(exception: unknown, host: ArgumentsHost): void {
-    const reply = host.switchToHttp().getResponse<FastifyReply>();
+    const http = host.switchToHttp();
+    const reply = http.getResponse<FastifyReply>();
+    const request = http.getRequest<FastifyRequest | undefined>();
+    if (isClientAbort(exception, request)) {
+      this.logger.debug(
+        `client aborted ${request?.method} ${request?.url} before the request was complete ` +
+          `(${exception instanceof Error ? exception.message : String(exception)})`,
+      );
+      return;
+    }
     let status = 500;
     let message = 'Internal server error';
     if (exception instanceof DatabaseUnavailableError) {
@@ -48,7 +59,7 @@ export class HttpErrorFilter implements ExceptionFilter {
       status = exception.getStatus();
       const body = exception.getResponse();
       if (typeof body === 'object' && body !== null && !('message' in body)) {
-        // A structured answer (the terminus health report): send it as it is.
+        // A structured answer (a health report): send it as it is.
         void reply.status(status).send(body);
         return;
       }
@@ -57,8 +68,7 @@ export class HttpErrorFilter implements ExceptionFilter {
           ? body
           : String((body as { message?: unknown }).message ?? exception.message);
       message = clearerMessage(status, message, this.bodyLimit);
-    }
-    if (status >= 500 && !(exception instanceof DatabaseUnavailableError)) {
+    } else {
       this.logger.error(
         exception instanceof Error ? (exception.stack ?? exception.message) : String(exception),
       );
@@ -66,7 +76,7 @@ export class HttpErrorFilter implements ExceptionFilter {
     void reply
       .status(status)
       .header('Content-Type', 'application/json; charset=utf-8')
-      .send({ statusCode: status, error: STATUS_TEXT[status] ?? 'Error', message });
+      .send(errorBody(status, message));
   }
 
   /** One line (no stack: the cause is outside the app), at most every few seconds. */
