@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import type { FastifyHttpOptions } from 'fastify';
+import type { FastifyHttpOptions, FastifyReply } from 'fastify';
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { HttpConfig } from '../config';
@@ -9,8 +9,8 @@ const logger = new Logger('Shortener');
 
 /**
  * Fastify's server options from the HTTP settings: body limit, timeouts that close slow or
- * stalled clients, keep-alive limits, and the app's JSON error shape for the errors Node
- * answers before Fastify sees a request (malformed HTTP, request timeout).
+ * stalled clients, keep-alive limits, and the app's JSON error shape for the errors answered
+ * before any route runs (malformed HTTP, request timeout, a malformed %-encoding).
  */
 export function fastifyOptions(http: HttpConfig): FastifyHttpOptions<Server> {
   return {
@@ -30,7 +30,19 @@ export function fastifyOptions(http: HttpConfig): FastifyHttpOptions<Server> {
         Math.min(1000, Math.floor(http.requestTimeoutMs / 4)),
       ),
     },
+    routerOptions: {
+      // Longer paths reach the routes, which answer 404 "no such code" (Fastify's default of
+      // 100 answers 414); URLs beyond Node's header limit (16 KB) are refused by Node itself.
+      maxParamLength: 16 * 1024,
+    },
     clientErrorHandler: (err, socket) => clientError(err, socket, http.requestTimeoutMs),
+    // Errors Fastify answers itself before routing (a malformed %-encoding in the path).
+    frameworkErrors: (err, _request, reply) => {
+      void (reply as FastifyReply)
+        .status(400)
+        .header('Content-Type', 'application/json; charset=utf-8')
+        .send(errorBody(400, `The request URL is not valid: ${err.message}`));
+    },
   };
 }
 
