@@ -22,14 +22,18 @@ export async function createShortenerApp(
 ): Promise<NestFastifyApplication> {
   const config = parseShortenerEnv(env);
   const adapter = new FastifyAdapter(fastifyOptions(config.http));
-  // Bodies that are not JSON reach the handler as text, which answers 400 "must be JSON".
-  adapter.getInstance().addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => {
-    done(null, body);
-  });
+  // JSON only: Fastify answers any other body 415. text/plain (parsed by default),
+  // urlencoded and multipart are what a cross-site HTML form can send without a preflight.
+  adapter.getInstance().removeContentTypeParser('text/plain');
   const app = await NestFactory.create<NestFastifyApplication>(
     ShortenerModule.forRoot(config),
     adapter,
-    { logger: options.logger ?? ['log', 'warn', 'error'], abortOnError: false },
+    {
+      logger: options.logger ?? ['log', 'warn', 'error'],
+      abortOnError: false,
+      // Nest would add a urlencoded parser; Fastify's own JSON parser is the only one wanted.
+      bodyParser: false,
+    },
   );
   app.useGlobalFilters(new HttpErrorFilter(config.http.bodyLimit));
   return app;
