@@ -1,7 +1,15 @@
 import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Redis } from 'ioredis';
 import request from 'supertest';
-import { dbLookups, repositoryOf, runId, startApp, tempSqlite, waitFor } from './support/env';
+import {
+  dbLookups,
+  repositoryOf,
+  runId,
+  startApp,
+  tempSqlite,
+  urlKeyOf,
+  waitFor,
+} from './support/env';
 import { ThrowawayRedis } from '../../../test/support/throwaway-redis';
 
 /**
@@ -91,7 +99,7 @@ describe('shortener: Redis killed and restarted', () => {
     expect((await dbLookups(app)) - before).toBe(0);
     const probe = new Redis(server.url);
     try {
-      expect(await probe.exists(`test:shortener:${id}:{url:${code}}`)).toBe(1);
+      expect(await probe.exists(urlKeyOf(app, `test:shortener:${id}:`, code))).toBe(1);
     } finally {
       await probe.quit();
     }

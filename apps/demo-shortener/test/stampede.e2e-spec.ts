@@ -9,6 +9,7 @@ import {
   runId,
   startApp,
   tempSqlite,
+  urlKeyOf,
   waitFor,
 } from './support/env';
 import { concurrentGets, listen } from './support/http';
@@ -59,7 +60,7 @@ describe('shortener: redirects of an expired hot code (stampede)', () => {
 
   /** Lets Redis expire the cached entry of `code` now, and waits until it is gone. */
   async function expire(): Promise<void> {
-    const key = `${prefix}{url:${code}}`;
+    const key = urlKeyOf(a, prefix, code);
     await request(baseA).get(`/${code}`).expect(302); // make sure an entry exists
     expect(await redis.exists(key)).toBe(1);
     await redis.pexpire(key, 1);

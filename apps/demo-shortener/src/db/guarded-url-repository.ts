@@ -37,6 +37,10 @@ export class GuardedUrlRepository implements UrlRepository {
     return this.inner.kind;
   }
 
+  get databaseId(): string {
+    return this.inner.databaseId;
+  }
+
   init(): Promise<void> {
     return this.run('init', () => this.inner.init());
   }

@@ -1,6 +1,13 @@
 import { createPool, Pool, PoolConnection, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import type { DatabaseConfig } from '../config';
-import { InsertResult, toIso, UrlRecord, UrlRepository } from './url-repository';
+import {
+  DATABASE_ID_ROW,
+  InsertResult,
+  newDatabaseId,
+  toIso,
+  UrlRecord,
+  UrlRepository,
+} from './url-repository';
 
 interface Row extends RowDataPacket {
   code: string;
@@ -22,6 +29,7 @@ export class MysqlUrlRepository implements UrlRepository {
   readonly kind = 'mysql';
   private readonly pool: Pool;
   private readonly table: string;
+  private id?: string;
 
   constructor(
     database: Pick<
@@ -64,6 +72,11 @@ export class MysqlUrlRepository implements UrlRepository {
     });
   }
 
+  get databaseId(): string {
+    if (!this.id) throw new Error('MysqlUrlRepository: init() first');
+    return this.id;
+  }
+
   async init(): Promise<void> {
     await this.pool.query(`
       CREATE TABLE IF NOT EXISTS ${this.table} (
@@ -73,6 +86,20 @@ export class MysqlUrlRepository implements UrlRepository {
         url_hash CHAR(64) CHARACTER SET ascii NOT NULL UNIQUE,
         created_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3)
       )`);
+    await this.pool.query(`
+      CREATE TABLE IF NOT EXISTS ${this.table}_meta (
+        name VARCHAR(32) CHARACTER SET ascii NOT NULL PRIMARY KEY,
+        value TEXT NOT NULL
+      )`);
+    await this.pool.execute(`INSERT IGNORE INTO ${this.table}_meta (name, value) VALUES (?, ?)`, [
+      DATABASE_ID_ROW,
+      newDatabaseId(),
+    ]);
+    const [rows] = await this.pool.execute<RowDataPacket[]>(
+      `SELECT value FROM ${this.table}_meta WHERE name = ?`,
+      [DATABASE_ID_ROW],
+    );
+    this.id = String(rows[0].value);
   }
 
   async insertSequential(
@@ -158,7 +185,7 @@ export class MysqlUrlRepository implements UrlRepository {
   }
 
   async dropTable(): Promise<void> {
-    await this.pool.query(`DROP TABLE IF EXISTS ${this.table}`);
+    await this.pool.query(`DROP TABLE IF EXISTS ${this.table}, ${this.table}_meta`);
   }
 
   async close(): Promise<void> {

@@ -1,6 +1,13 @@
 import { Pool, PoolClient } from 'pg';
 import type { DatabaseConfig } from '../config';
-import { InsertResult, toIso, UrlRecord, UrlRepository } from './url-repository';
+import {
+  DATABASE_ID_ROW,
+  InsertResult,
+  newDatabaseId,
+  toIso,
+  UrlRecord,
+  UrlRepository,
+} from './url-repository';
 
 interface Row {
   code: string;
@@ -22,6 +29,7 @@ export class PostgresUrlRepository implements UrlRepository {
   readonly kind = 'postgres';
   private readonly pool: Pool;
   private readonly table: string;
+  private id?: string;
 
   constructor(
     database: Pick<
@@ -44,9 +52,14 @@ export class PostgresUrlRepository implements UrlRepository {
     this.pool.on('error', () => undefined);
   }
 
+  get databaseId(): string {
+    if (!this.id) throw new Error('PostgresUrlRepository: init() first');
+    return this.id;
+  }
+
   async init(): Promise<void> {
     const t = this.table;
-    await this.transaction(async (client) => {
+    this.id = await this.transaction(async (client) => {
       // Two instances starting at once must not race on CREATE TABLE.
       await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [t]);
       await client.query(`
@@ -57,6 +70,18 @@ export class PostgresUrlRepository implements UrlRepository {
           url_hash CHAR(64) NOT NULL UNIQUE,
           created_at TIMESTAMPTZ NOT NULL DEFAULT now()
         )`);
+      await client.query(
+        `CREATE TABLE IF NOT EXISTS ${t}_meta (name VARCHAR(32) PRIMARY KEY, value TEXT NOT NULL)`,
+      );
+      await client.query(
+        `INSERT INTO ${t}_meta (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`,
+        [DATABASE_ID_ROW, newDatabaseId()],
+      );
+      const { rows } = await client.query<{ value: string }>(
+        `SELECT value FROM ${t}_meta WHERE name = $1`,
+        [DATABASE_ID_ROW],
+      );
+      return rows[0].value;
     });
   }
 
@@ -124,7 +149,7 @@ export class PostgresUrlRepository implements UrlRepository {
   }
 
   async dropTable(): Promise<void> {
-    await this.pool.query(`DROP TABLE IF EXISTS ${this.table}`);
+    await this.pool.query(`DROP TABLE IF EXISTS ${this.table}, ${this.table}_meta`);
   }
 
   async close(): Promise<void> {

@@ -11,9 +11,7 @@ import { cacheConfig, type CacheConfig } from '../config';
 import type { UrlRecord, UrlRepository } from '../db/url-repository';
 import { ShortenerMetrics } from '../metrics/shortener-metrics';
 import { URL_REPOSITORY } from '../shortener.constants';
-
-export const urlCacheKey = (code: string) => `url:${code}`;
-export const missCacheKey = (code: string) => `miss:${code}`;
+import { missCacheKey, urlCacheKey } from './cache-keys';
 
 /**
  * The code -> URL lookup, cached in Redis. Known codes are cached for CACHE_TTL (the module's

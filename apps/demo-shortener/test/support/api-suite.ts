@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import request from 'supertest';
 import { decodeBase62, encodeBase62 } from '../../src/codes/base62';
 import { urlHash } from '../../src/codes/code-strategy';
+import { createUrlRepository } from '../../src/db/repository.factory';
 import type { ShortenerEnv } from '../../src/config';
 import {
   closeAndDrop,
@@ -33,10 +34,12 @@ export function describeShortenerApi(
     let http: ReturnType<typeof request>;
     let redis: Redis;
     let cleanup: (() => void | Promise<void>) | undefined;
+    let databaseUrl: string;
 
     beforeAll(async () => {
       const db = await database();
       cleanup = db.cleanup;
+      databaseUrl = db.url;
       const config: ShortenerEnv = {
         DATABASE_URL: db.url,
         DATABASE_TABLE: `e2e_${id}`,
@@ -235,6 +238,31 @@ export function describeShortenerApi(
       expect(res.text).toMatch(
         /^shortener_stampede_hits_total\{method="UrlResolver.resolve"\} \d+$/m,
       );
+    });
+
+    it('gives a database one identity, shared by every instance, and a new one when its tables are made anew', async () => {
+      const database = {
+        url: databaseUrl,
+        table: `e2e_id_${id}`,
+        poolSize: 2,
+        statementTimeoutMs: 5000,
+        connectTimeoutMs: 5000,
+      };
+      const a = createUrlRepository(database);
+      const b = createUrlRepository(database);
+      try {
+        await a.init();
+        await b.init();
+        expect(a.databaseId).toMatch(/^[0-9a-f]{12}$/);
+        expect(b.databaseId).toBe(a.databaseId);
+        await a.dropTable();
+        await a.init();
+        expect(a.databaseId).not.toBe(b.databaseId);
+      } finally {
+        await a.dropTable();
+        await a.close();
+        await b.close();
+      }
     });
   });
 }

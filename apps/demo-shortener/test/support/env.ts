@@ -11,6 +11,7 @@ import type { ShortenerEnv } from '../../src/config';
 import type { UrlRepository } from '../../src/db/url-repository';
 import { ShortenerMetrics } from '../../src/metrics/shortener-metrics';
 import { URL_REPOSITORY } from '../../src/shortener.constants';
+import { cacheKeyPrefix, urlCacheKey } from '../../src/urls/cache-keys';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 export const POSTGRES_URL =
@@ -105,6 +106,11 @@ export function dbLookups(app: NestFastifyApplication): Promise<number> {
 
 export function repositoryOf(app: NestFastifyApplication): UrlRepository {
   return app.get<UrlRepository>(URL_REPOSITORY);
+}
+
+/** The Redis key of the cached record of `code` in `app` (REDIS_KEY_PREFIX `prefix`). */
+export function urlKeyOf(app: NestFastifyApplication, prefix: string, code: string): string {
+  return `${cacheKeyPrefix(prefix, repositoryOf(app).databaseId)}{${urlCacheKey(code)}}`;
 }
 
 /** Drops the app's table, then closes the app. */
