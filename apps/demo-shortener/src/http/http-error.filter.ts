@@ -58,11 +58,6 @@ export class HttpErrorFilter implements ExceptionFilter {
     } else if (exception instanceof HttpException) {
       status = exception.getStatus();
       const body = exception.getResponse();
-      if (typeof body === 'object' && body !== null && !('message' in body)) {
-        // A structured answer (a health report): send it as it is.
-        void reply.status(status).send(body);
-        return;
-      }
       message =
         typeof body === 'string'
           ? body
