@@ -8,8 +8,7 @@ import { DatabaseModule } from './db/database.module';
 import type { UrlRepository } from './db/url-repository';
 import { DatabaseHealthIndicator } from './health/database.health';
 import { HealthController } from './health/health.controller';
-import { MetricsController } from './metrics/metrics.controller';
-import { ShortenerMetrics } from './metrics/shortener-metrics';
+import { ShortenerMetricsModule } from './metrics/metrics.module';
 import { URL_REPOSITORY } from './shortener.constants';
 import { cacheKeyPrefix } from './urls/cache-keys';
 import { ShortenerService } from './urls/shortener.service';
@@ -24,6 +23,7 @@ export class ShortenerModule {
       module: ShortenerModule,
       imports: [
         ConfigModule.forRoot({ isGlobal: true, ignoreEnvFile: true, load: bindNamespaces(config) }),
+        ShortenerMetricsModule.forRoot(),
         DatabaseModule,
         TerminusModule.forRoot({ logger: false }),
         StampedeHealthModule,
@@ -41,9 +41,9 @@ export class ShortenerModule {
           }),
         }),
       ],
-      controllers: [HealthController, MetricsController, UrlsController],
-      providers: [DatabaseHealthIndicator, ShortenerMetrics, UrlResolver, ShortenerService],
-      exports: [ShortenerService, ShortenerMetrics],
+      controllers: [HealthController, UrlsController],
+      providers: [DatabaseHealthIndicator, UrlResolver, ShortenerService],
+      exports: [ShortenerService],
     };
   }
 }

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Module, OnApplicationShutdown } from '@nestjs/common';
 import { databaseConfig, type DatabaseConfig } from '../config';
+import { ShortenerMetrics } from '../metrics/shortener-metrics';
 import { URL_REPOSITORY } from '../shortener.constants';
 import { GuardedUrlRepository } from './guarded-url-repository';
 import { createUrlRepository } from './repository.factory';
@@ -17,17 +18,21 @@ export class DatabaseLifecycle implements OnApplicationShutdown {
 
 /**
  * The URL repository (URL_REPOSITORY) of DATABASE_URL, initialized (tables and database
- * identity created) before anything uses it. Needs the global configuration.
+ * identity created) before anything uses it. Needs the global configuration and metrics.
  */
 @Module({
   providers: [
     {
       provide: URL_REPOSITORY,
-      inject: [databaseConfig.KEY],
-      useFactory: async (database: DatabaseConfig): Promise<UrlRepository> => {
+      inject: [databaseConfig.KEY, ShortenerMetrics],
+      useFactory: async (
+        database: DatabaseConfig,
+        metrics: ShortenerMetrics,
+      ): Promise<UrlRepository> => {
         const repo = new GuardedUrlRepository(createUrlRepository(database), {
           // A backstop for what the drivers' own timeouts do not cover (a stalled network).
           deadlineMs: database.connectTimeoutMs + database.statementTimeoutMs + 1000,
+          observe: (operation, seconds, failed) => metrics.observeQuery(operation, seconds, failed),
         });
         try {
           await repo.init();

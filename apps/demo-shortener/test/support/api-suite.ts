@@ -238,6 +238,33 @@ export function describeShortenerApi(
       expect(res.text).toMatch(
         /^shortener_stampede_hits_total\{method="UrlResolver.resolve"\} \d+$/m,
       );
+      expect(res.text).toMatch(
+        /^shortener_stampede_lock_wait_seconds_total\{method="UrlResolver.resolve"\} [\d.e-]+$/m,
+      );
+    });
+
+    it('exports the default process metrics and durations in seconds, never in ms', async () => {
+      const { text } = await http.get('/metrics').expect(200);
+      for (const name of [
+        'process_cpu_user_seconds_total',
+        'process_resident_memory_bytes',
+        'nodejs_eventloop_lag_seconds',
+        'nodejs_heap_size_used_bytes',
+      ]) {
+        expect(text).toMatch(new RegExp(`^${name}( |\\{)`, 'm'));
+      }
+      // Every request, by route and status.
+      expect(text).toMatch(
+        /^shortener_http_request_duration_seconds_count\{method="GET",route="\/:code",status_code="302"\} [1-9]\d*$/m,
+      );
+      expect(text).toMatch(
+        /^shortener_http_request_duration_seconds_bucket\{le="0\.005",method="POST",route="\/urls",status_code="201"\} \d+$/m,
+      );
+      // Every database call, by operation and outcome.
+      expect(text).toMatch(
+        /^shortener_db_query_duration_seconds_count\{operation="find_by_code",outcome="ok"\} [1-9]\d*$/m,
+      );
+      expect(text).not.toMatch(/_ms(_total|_bucket|_sum|_count)?[{ ]/);
     });
 
     it('gives a database one identity, shared by every instance, and a new one when its tables are made anew', async () => {
