@@ -16,7 +16,7 @@ interface KillableDatabase {
   databaseUrl: string;
   /** Ends the app's connections; resolves to how many were ended. */
   kill(): Promise<number>;
-  /** Drops the app's table and whatever the setup made; closes the admin connection. */
+  /** Drops the app's tables and whatever the setup made; closes the admin connection. */
   cleanup(table: string): Promise<void>;
 }
 
@@ -39,7 +39,7 @@ async function postgres(id: string): Promise<KillableDatabase> {
       return rows.filter((r) => r.ok).length;
     },
     async cleanup(table) {
-      await admin.query(`DROP TABLE IF EXISTS ${table}`).catch(() => undefined);
+      await admin.query(`DROP TABLE IF EXISTS ${table}, ${table}_meta`).catch(() => undefined);
       await admin.end();
     },
   };
@@ -74,7 +74,7 @@ async function mysql(id: string): Promise<KillableDatabase> {
       return killed;
     },
     async cleanup(table) {
-      await admin.query(`DROP TABLE IF EXISTS ${table}`).catch(() => undefined);
+      await admin.query(`DROP TABLE IF EXISTS ${table}, ${table}_meta`).catch(() => undefined);
       await admin.query(`DROP USER IF EXISTS '${user}'@'%'`).catch(() => undefined);
       await admin.end();
     },
