@@ -47,9 +47,10 @@ export class MysqlUrlRepository implements UrlRepository {
       supportBigNumbers: true,
       bigNumberStrings: true,
     });
-    // A pooled connection that breaks while idle or while checked out emits 'error'; mysql2
-    // listens only once per connection (to drop it from the pool), so a second event (a
-    // command after the loss) would end the process. This listener stays for its lifetime.
+    // A pooled connection that breaks emits 'error'. mysql2 itself listens only once per
+    // connection (to drop it from the pool): a later 'error' event on the same connection (a
+    // write after the loss) would be unhandled and end the process. This listener stays for
+    // the connection's lifetime.
     this.pool.pool.on('connection', (connection) => {
       connection.on('error', () => undefined);
       // Queued before the first command of whoever asked for the connection.
