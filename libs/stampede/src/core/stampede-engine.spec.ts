@@ -177,7 +177,7 @@ describe('StampedeEngine (memory store, fake clock and random)', () => {
     const eager = new StampedeEngine({
       store,
       clock,
-      random: () => 1 - 1e-12, // with beta 100: a lead of 200 ms * 100 * 29.9 = 598 s, due at once
+      random: () => 1 - 1e-12, // with beta 100: a lead of 598 s, cut to half the TTL
       logger: { warn: (message) => warnings.push(message) },
     });
     const policy = resolvePolicy({ ttl: 60_000, xfetch: { beta: 100 } }, 60_000, 't');
@@ -194,6 +194,7 @@ describe('StampedeEngine (memory store, fake clock and random)', () => {
     };
     await round(); // 50 misses: loaded, no draw
     failing = true;
+    clock.t += 30_000; // half the TTL: the earliest an early recomputation may start
     await round(); // 50 hits, each recomputation fails
     expect(eager.metrics.snapshot().m.earlyRecomputes).toBe(50);
     expect(warnings).toHaveLength(1);

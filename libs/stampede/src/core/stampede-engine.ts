@@ -595,7 +595,10 @@ export class StampedeEngine {
   private maybeRecomputeEarly<T>(call: Call<T>, envelope: Envelope<T>): void {
     const { key, policy } = call;
     if (!policy.xfetch || this.closed || this.refreshing.has(key)) return;
-    if (this.clock.now() < this.schedule.due(key, envelope, policy.xfetch.beta)) return;
+    // Never before half the TTL: a load time inflated by a stalled event loop would otherwise
+    // make a value due as soon as it is stored, and the key would be refreshed twice per TTL.
+    const due = this.schedule.due(key, envelope, policy.xfetch.beta, policy.ttl / 2);
+    if (this.clock.now() < due) return;
     this.refreshInBackground(call, envelope, true);
   }
 
