@@ -256,7 +256,8 @@ export async function runShortenerBench(
     return report;
   } finally {
     for (const app of apps) await app.stop();
-    for (const t of tables) await pg.query(`DROP TABLE IF EXISTS ${t}`).catch(() => undefined);
+    for (const t of tables)
+      await pg.query(`DROP TABLE IF EXISTS ${t}, ${t}_meta`).catch(() => undefined);
     await pg.end();
     await redis
       .eval(

@@ -1,34 +1,40 @@
-import { LogLevel } from '@nestjs/common';
+import { LoggerService, LogLevel } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
-import { resolveConfig, ShortenerConfig } from './config';
-import { HttpErrorFilter } from './http-error.filter';
+import { parseShortenerEnv, ShortenerEnv } from './config';
+import { fastifyOptions } from './http/fastify-options';
+import { HttpErrorFilter } from './http/http-error.filter';
 import { ShortenerModule } from './shortener.module';
 
 export interface CreateShortenerAppOptions {
-  /** Nest logger levels, or false for none (tests). Default: log, warn, error. */
-  logger?: false | LogLevel[];
+  /** Nest logger levels, a logger, or false for none (tests). Default: log, warn, error. */
+  logger?: false | LogLevel[] | LoggerService;
 }
 
 /**
- * Builds the shortener (not yet listening): the environment's configuration with `overrides`
- * on top. `await app.listen(port, host)` to serve, or `app.init()` for tests.
+ * Builds the shortener (not yet listening), configured by `env` (default process.env; tests
+ * pass their own variables). Throws ConfigError naming every bad variable. `await
+ * app.listen(port, host)` to serve, or `app.init()` for tests.
  */
 export async function createShortenerApp(
-  overrides: Partial<ShortenerConfig> = {},
+  env: NodeJS.ProcessEnv | ShortenerEnv = process.env,
   options: CreateShortenerAppOptions = {},
 ): Promise<NestFastifyApplication> {
-  const config = resolveConfig(overrides);
-  const adapter = new FastifyAdapter({ bodyLimit: config.bodyLimit });
-  // Bodies that are not JSON reach the handler as text, which answers 400 "must be JSON".
-  adapter.getInstance().addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => {
-    done(null, body);
-  });
+  const config = parseShortenerEnv(env);
+  const adapter = new FastifyAdapter(fastifyOptions(config.http));
+  // JSON only: Fastify answers any other body 415. text/plain (parsed by default),
+  // urlencoded and multipart are what a cross-site HTML form can send without a preflight.
+  adapter.getInstance().removeContentTypeParser('text/plain');
   const app = await NestFactory.create<NestFastifyApplication>(
     ShortenerModule.forRoot(config),
     adapter,
-    { logger: options.logger ?? ['log', 'warn', 'error'], abortOnError: false },
+    {
+      logger: options.logger ?? ['log', 'warn', 'error'],
+      abortOnError: false,
+      // Nest would add a urlencoded parser; Fastify's own JSON parser is the only one wanted.
+      bodyParser: false,
+    },
   );
-  app.useGlobalFilters(new HttpErrorFilter(config.bodyLimit));
+  app.useGlobalFilters(new HttpErrorFilter(config.http.bodyLimit));
   return app;
 }

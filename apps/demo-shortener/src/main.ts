@@ -1,17 +1,28 @@
 import { Logger } from '@nestjs/common';
 import { createShortenerApp } from './app.factory';
-import { loadConfig } from './config';
+import {
+  cacheConfig,
+  type CacheConfig,
+  codesConfig,
+  type CodesConfig,
+  databaseConfig,
+  type DatabaseConfig,
+  httpConfig,
+  type HttpConfig,
+} from './config';
 
 async function main(): Promise<void> {
-  const config = loadConfig();
-  const app = await createShortenerApp(config);
+  const app = await createShortenerApp();
   app.enableShutdownHooks();
-  await app.listen(config.port, config.host);
-  const cache = config.cacheEnabled ? `cache ${config.redisUrl}` : 'cache off';
-  const database = config.databaseUrl.replace(/\/\/([^@/]*)@/, '//***@');
+  const http = app.get<HttpConfig>(httpConfig.KEY);
+  const database = app.get<DatabaseConfig>(databaseConfig.KEY);
+  const cache = app.get<CacheConfig>(cacheConfig.KEY);
+  const codes = app.get<CodesConfig>(codesConfig.KEY);
+  await app.listen(http.port, http.host);
   new Logger('Shortener').log(
-    `listening on http://${config.host}:${config.port} (public ${config.publicBaseUrl}); ` +
-      `database ${database}, ${cache}, codes: ${config.codeStrategy}`,
+    `listening on http://${http.host}:${http.port} (public ${http.publicBaseUrl}); ` +
+      `database ${database.url.replace(/\/\/([^@/]*)@/, '//***@')}, ` +
+      `${cache.enabled ? `cache ${cache.redisUrl}` : 'cache off'}, codes: ${codes.strategy}`,
   );
 }
 

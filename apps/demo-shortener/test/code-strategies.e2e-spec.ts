@@ -24,10 +24,10 @@ describe('shortener: code strategies', () => {
 
   async function appFor(strategy: CodeStrategyName, databaseUrl = 'sqlite::memory:') {
     const app = await startApp({
-      databaseUrl,
-      databaseTable: `codes_${strategy}_${id}`,
-      codeStrategy: strategy,
-      cacheEnabled: false,
+      DATABASE_URL: databaseUrl,
+      DATABASE_TABLE: `codes_${strategy}_${id}`,
+      CODE_STRATEGY: strategy,
+      CACHE_ENABLED: 'false',
     });
     apps.push(app);
     return { service: app.get(ShortenerService), repo: repositoryOf(app) };
@@ -82,10 +82,10 @@ describe('shortener: code strategies on PostgreSQL', () => {
     '%s: 200 URLs, 200 distinct codes; 20 concurrent posts of one URL store it once',
     async (strategy) => {
       const app = await startApp({
-        databaseUrl: POSTGRES_URL,
-        databaseTable: `codes_${strategy}_${id}`,
-        codeStrategy: strategy,
-        cacheEnabled: false,
+        DATABASE_URL: POSTGRES_URL,
+        DATABASE_TABLE: `codes_${strategy}_${id}`,
+        CODE_STRATEGY: strategy,
+        CACHE_ENABLED: 'false',
       });
       apps.push(app);
       const service = app.get(ShortenerService);

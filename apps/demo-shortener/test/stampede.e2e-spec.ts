@@ -9,6 +9,7 @@ import {
   runId,
   startApp,
   tempSqlite,
+  urlKeyOf,
   waitFor,
 } from './support/env';
 import { concurrentGets, listen } from './support/http';
@@ -23,10 +24,10 @@ describe('shortener: redirects of an expired hot code (stampede)', () => {
   const prefix = `test:shortener:${id}:`;
   const sqlite = tempSqlite(id);
   const config = {
-    databaseUrl: sqlite.url,
-    databaseTable: `stampede_${id}`,
-    redisKeyPrefix: prefix,
-    cacheTtlMs: 60_000,
+    DATABASE_URL: sqlite.url,
+    DATABASE_TABLE: `stampede_${id}`,
+    REDIS_KEY_PREFIX: prefix,
+    CACHE_TTL: '60s',
   };
   const target = 'https://example.com/hot/stampede';
   let a: NestFastifyApplication;
@@ -59,7 +60,7 @@ describe('shortener: redirects of an expired hot code (stampede)', () => {
 
   /** Lets Redis expire the cached entry of `code` now, and waits until it is gone. */
   async function expire(): Promise<void> {
-    const key = `${prefix}{url:${code}}`;
+    const key = urlKeyOf(a, prefix, code);
     await request(baseA).get(`/${code}`).expect(302); // make sure an entry exists
     expect(await redis.exists(key)).toBe(1);
     await redis.pexpire(key, 1);

@@ -118,7 +118,7 @@ describe('a Redis stall: no lock is left for a caller that gave up (a redis-serv
 
   it('the try-lock of an early recomputation: the late lock is released too', async () => {
     expect(await prices.quote('BBB')).toMatchObject({ symbol: 'BBB' }); // cached, no stall
-    await delay(350);
+    await delay(550); // past half the TTL: the earliest an early recomputation starts
     const setCalls = async () =>
       Number(/cmdstat_set:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1] ?? 0);
     const setsBefore = await setCalls();

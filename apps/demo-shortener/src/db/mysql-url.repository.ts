@@ -1,5 +1,13 @@
 import { createPool, Pool, PoolConnection, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
-import { InsertResult, toIso, UrlRecord, UrlRepository } from './url-repository';
+import type { DatabaseConfig } from '../config';
+import {
+  DATABASE_ID_ROW,
+  InsertResult,
+  newDatabaseId,
+  toIso,
+  UrlRecord,
+  UrlRepository,
+} from './url-repository';
 
 interface Row extends RowDataPacket {
   code: string;
@@ -11,24 +19,63 @@ function isUniqueViolation(err: unknown): boolean {
   return (err as { code?: string })?.code === 'ER_DUP_ENTRY';
 }
 
-/** MySQL or MariaDB through a mysql2 pool of `poolSize` connections. */
+/**
+ * MySQL or MariaDB through a mysql2 pool of `poolSize` connections. Each connection is set up
+ * so that no statement waits long: `statementTimeoutMs` bounds lock waits (table and row
+ * locks, whole seconds) and the run of a statement (MariaDB `max_statement_time`, MySQL
+ * `max_execution_time`, which covers SELECTs only).
+ */
 export class MysqlUrlRepository implements UrlRepository {
   readonly kind = 'mysql';
   private readonly pool: Pool;
+  private readonly table: string;
+  private id?: string;
 
   constructor(
-    uri: string,
-    private readonly table: string,
-    poolSize: number,
+    database: Pick<
+      DatabaseConfig,
+      'url' | 'table' | 'poolSize' | 'statementTimeoutMs' | 'connectTimeoutMs'
+    >,
   ) {
+    this.table = database.table;
+    const lockWaitS = Math.max(1, Math.ceil(database.statementTimeoutMs / 1000));
     this.pool = createPool({
-      uri,
-      connectionLimit: poolSize,
+      uri: database.url,
+      connectionLimit: database.poolSize,
       timezone: 'Z',
-      connectTimeout: 5000,
+      connectTimeout: database.connectTimeoutMs,
       supportBigNumbers: true,
       bigNumberStrings: true,
     });
+    // A pooled connection that breaks emits 'error'. mysql2 itself listens only once per
+    // connection (to drop it from the pool): a later 'error' event on the same connection (a
+    // write after the loss) would be unhandled and end the process. This listener stays for
+    // the connection's lifetime.
+    this.pool.pool.on('connection', (connection) => {
+      connection.on('error', () => undefined);
+      // Queued before the first command of whoever asked for the connection.
+      const ignore = () => undefined;
+      connection.query(
+        `SET SESSION lock_wait_timeout = ${lockWaitS}, innodb_lock_wait_timeout = ${lockWaitS}`,
+        ignore,
+      );
+      connection.query(
+        `SET SESSION max_statement_time = ${database.statementTimeoutMs / 1000}`,
+        (err: unknown) => {
+          // Not MariaDB: MySQL's own limit (SELECT statements only).
+          if (err)
+            connection.query(
+              `SET SESSION max_execution_time = ${database.statementTimeoutMs}`,
+              ignore,
+            );
+        },
+      );
+    });
+  }
+
+  get databaseId(): string {
+    if (!this.id) throw new Error('MysqlUrlRepository: init() first');
+    return this.id;
   }
 
   async init(): Promise<void> {
@@ -40,6 +87,20 @@ export class MysqlUrlRepository implements UrlRepository {
         url_hash CHAR(64) CHARACTER SET ascii NOT NULL UNIQUE,
         created_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3)
       )`);
+    await this.pool.query(`
+      CREATE TABLE IF NOT EXISTS ${this.table}_meta (
+        name VARCHAR(32) CHARACTER SET ascii NOT NULL PRIMARY KEY,
+        value TEXT NOT NULL
+      )`);
+    await this.pool.execute(`INSERT IGNORE INTO ${this.table}_meta (name, value) VALUES (?, ?)`, [
+      DATABASE_ID_ROW,
+      newDatabaseId(),
+    ]);
+    const [rows] = await this.pool.execute<RowDataPacket[]>(
+      `SELECT value FROM ${this.table}_meta WHERE name = ?`,
+      [DATABASE_ID_ROW],
+    );
+    this.id = String(rows[0].value);
   }
 
   async insertSequential(
@@ -64,7 +125,17 @@ export class MysqlUrlRepository implements UrlRepository {
       await conn.commit();
       return { record: { code, url, createdAt: createdAt.toISOString() } };
     } catch (err) {
-      await conn?.rollback().catch(() => undefined);
+      if (
+        conn &&
+        !(await conn.rollback().then(
+          () => true,
+          () => false,
+        ))
+      ) {
+        // The connection is gone (or in an unknown state): never hand it out again.
+        conn.destroy();
+        conn = undefined;
+      }
       if (isUniqueViolation(err)) return this.conflictOf(urlHash);
       throw err;
     } finally {
@@ -115,7 +186,7 @@ export class MysqlUrlRepository implements UrlRepository {
   }
 
   async dropTable(): Promise<void> {
-    await this.pool.query(`DROP TABLE IF EXISTS ${this.table}`);
+    await this.pool.query(`DROP TABLE IF EXISTS ${this.table}, ${this.table}_meta`);
   }
 
   async close(): Promise<void> {

@@ -1,5 +1,13 @@
 import { Pool, PoolClient } from 'pg';
-import { InsertResult, toIso, UrlRecord, UrlRepository } from './url-repository';
+import type { DatabaseConfig } from '../config';
+import {
+  DATABASE_ID_ROW,
+  InsertResult,
+  newDatabaseId,
+  toIso,
+  UrlRecord,
+  UrlRepository,
+} from './url-repository';
 
 interface Row {
   code: string;
@@ -11,29 +19,47 @@ function isUniqueViolation(err: unknown): boolean {
   return (err as { code?: string })?.code === '23505';
 }
 
-/** PostgreSQL through a pg Pool of `poolSize` connections. */
+/**
+ * PostgreSQL through a pg Pool of `poolSize` connections. Nothing waits on the database for
+ * long: each statement is cancelled by the server after `statementTimeoutMs` (lock waits
+ * included), the client gives up a second later if the server does not even answer, and
+ * getting a connection (new, or a free one of a busy pool) gives up after `connectTimeoutMs`.
+ */
 export class PostgresUrlRepository implements UrlRepository {
   readonly kind = 'postgres';
   private readonly pool: Pool;
+  private readonly table: string;
+  private id?: string;
 
   constructor(
-    connectionString: string,
-    private readonly table: string,
-    poolSize: number,
+    database: Pick<
+      DatabaseConfig,
+      'url' | 'table' | 'poolSize' | 'statementTimeoutMs' | 'connectTimeoutMs'
+    >,
   ) {
+    this.table = database.table;
     this.pool = new Pool({
-      connectionString,
-      max: poolSize,
-      connectionTimeoutMillis: 5000,
+      connectionString: database.url,
+      max: database.poolSize,
+      connectionTimeoutMillis: database.connectTimeoutMs,
       idleTimeoutMillis: 30_000,
+      statement_timeout: database.statementTimeoutMs,
+      query_timeout: database.statementTimeoutMs + 1000,
+      // A transaction left open by a stalled holder releases its locks.
+      idle_in_transaction_session_timeout: database.statementTimeoutMs,
     });
     // An idle connection that breaks (server restart) must not crash the process.
     this.pool.on('error', () => undefined);
   }
 
+  get databaseId(): string {
+    if (!this.id) throw new Error('PostgresUrlRepository: init() first');
+    return this.id;
+  }
+
   async init(): Promise<void> {
     const t = this.table;
-    await this.transaction(async (client) => {
+    this.id = await this.transaction(async (client) => {
       // Two instances starting at once must not race on CREATE TABLE.
       await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [t]);
       await client.query(`
@@ -44,6 +70,18 @@ export class PostgresUrlRepository implements UrlRepository {
           url_hash CHAR(64) NOT NULL UNIQUE,
           created_at TIMESTAMPTZ NOT NULL DEFAULT now()
         )`);
+      await client.query(
+        `CREATE TABLE IF NOT EXISTS ${t}_meta (name VARCHAR(32) PRIMARY KEY, value TEXT NOT NULL)`,
+      );
+      await client.query(
+        `INSERT INTO ${t}_meta (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`,
+        [DATABASE_ID_ROW, newDatabaseId()],
+      );
+      const { rows } = await client.query<{ value: string }>(
+        `SELECT value FROM ${t}_meta WHERE name = $1`,
+        [DATABASE_ID_ROW],
+      );
+      return rows[0].value;
     });
   }
 
@@ -111,7 +149,7 @@ export class PostgresUrlRepository implements UrlRepository {
   }
 
   async dropTable(): Promise<void> {
-    await this.pool.query(`DROP TABLE IF EXISTS ${this.table}`);
+    await this.pool.query(`DROP TABLE IF EXISTS ${this.table}, ${this.table}_meta`);
   }
 
   async close(): Promise<void> {
@@ -122,19 +160,58 @@ export class PostgresUrlRepository implements UrlRepository {
     return { conflict: (await this.findByUrlHash(urlHash)) ? 'url-exists' : 'code-taken' };
   }
 
+  /**
+   * BEGIN, work, COMMIT on one checked-out client. While checked out, a client has no pool
+   * listener for 'error': a connection that drops then (server restart, pg_terminate_backend,
+   * network) emits an 'error' event that would end the process. `checkout` attaches one, and a
+   * client that failed is released with the error, so the pool destroys it instead of handing
+   * it out again.
+   */
   private async transaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
+    const { client, lost } = await this.checkout();
+    let broken: Error | undefined;
     try {
       await client.query('BEGIN');
       const result = await work(client);
       await client.query('COMMIT');
       return result;
     } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
+      if (!lost.error) {
+        await client.query('ROLLBACK').catch((rollbackError: Error) => {
+          broken = rollbackError;
+        });
+      }
       throw err;
     } finally {
-      client.release();
+      client.removeListener('error', lost.listener);
+      client.release(lost.error ?? broken);
     }
+  }
+
+  /**
+   * A client of the pool with an 'error' listener attached in the pool's own callback, not
+   * after an `await`: the socket chunk that completed the previous holder's query may also hold
+   * a FATAL message (pg_terminate_backend), which pg dispatches before any promise continues.
+   */
+  private checkout(): Promise<{
+    client: PoolClient;
+    lost: { error?: Error; listener: (err: Error) => void };
+  }> {
+    return new Promise((resolve, reject) => {
+      this.pool.connect((err, client) => {
+        if (err || !client) {
+          reject(err ?? new Error('the pool gave no client'));
+          return;
+        }
+        const lost: { error?: Error; listener: (err: Error) => void } = {
+          listener: (error) => {
+            lost.error ??= error;
+          },
+        };
+        client.on('error', lost.listener);
+        resolve({ client, lost });
+      });
+    });
   }
 }
 

@@ -1,3 +1,4 @@
+import type { DatabaseConfig } from '../config';
 import { MysqlUrlRepository } from './mysql-url.repository';
 import { PostgresUrlRepository } from './postgres-url.repository';
 import { SqliteUrlRepository } from './sqlite-url.repository';
@@ -7,26 +8,26 @@ import type { UrlRepository } from './url-repository';
  * The adapter that DATABASE_URL names: `postgres://` / `postgresql://`, `mysql://` /
  * `mariadb://`, else SQLite (`sqlite:<file>`, `file:<file>`, `sqlite::memory:` or a bare path).
  */
-export function createUrlRepository(
-  databaseUrl: string,
-  table: string,
-  poolSize: number,
-): UrlRepository {
+export function createUrlRepository(database: DatabaseConfig): UrlRepository {
+  const { url: databaseUrl, table } = database;
   const scheme = /^([a-z]+):/i.exec(databaseUrl)?.[1]?.toLowerCase();
   if (scheme === 'postgres' || scheme === 'postgresql') {
-    return new PostgresUrlRepository(databaseUrl, table, poolSize);
+    return new PostgresUrlRepository(database);
   }
   if (scheme === 'mysql' || scheme === 'mariadb') {
-    return new MysqlUrlRepository(databaseUrl.replace(/^mariadb:/i, 'mysql:'), table, poolSize);
+    return new MysqlUrlRepository({
+      ...database,
+      url: databaseUrl.replace(/^mariadb:/i, 'mysql:'),
+    });
   }
   if (scheme === 'sqlite' || scheme === 'file') {
     const file = databaseUrl.slice(scheme.length + 1).replace(/^\/\//, '');
-    return new SqliteUrlRepository(file || ':memory:', table);
+    return new SqliteUrlRepository(file || ':memory:', table, database.statementTimeoutMs);
   }
   if (scheme && scheme.length > 1) {
     throw new Error(
       `DATABASE_URL scheme "${scheme}:" is not supported: use postgres://, mysql:// or sqlite:<file>`,
     );
   }
-  return new SqliteUrlRepository(databaseUrl, table);
+  return new SqliteUrlRepository(databaseUrl, table, database.statementTimeoutMs);
 }

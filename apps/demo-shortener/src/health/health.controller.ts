@@ -1,28 +1,51 @@
-import { Controller, Get, Inject } from '@nestjs/common';
-import { HealthCheck, HealthCheckService, HealthIndicatorFunction } from '@nestjs/terminus';
+import { Controller, Get, Inject, Res } from '@nestjs/common';
+import type { HealthIndicatorResult } from '@nestjs/terminus';
 import { StampedeHealthIndicator } from '@nest-redis-resilience/stampede/health';
-import type { ShortenerConfig } from '../config';
-import { SHORTENER_CONFIG } from '../shortener.constants';
+import type { FastifyReply } from 'fastify';
+import { cacheConfig, type CacheConfig, healthConfig, type HealthConfig } from '../config';
 import { DatabaseHealthIndicator } from './database.health';
+import { HealthReport, healthReport } from './health-report';
 
-/** 200 when the database (and Redis, with the cache on) answer within HEALTH_TIMEOUT; else 503. */
+/**
+ * - `GET /health/live`: 200 while the process answers HTTP (restart it when this fails).
+ * - `GET /health/ready`: 200 when the app can serve: the database answers within
+ *   HEALTH_TIMEOUT. Redis down is `degraded` (redirects go to the database), still 200. 503
+ *   when the database does not answer: what a load balancer should probe.
+ * - `GET /health`: the same verdict and details (kept for existing probes and people).
+ */
 @Controller('health')
 export class HealthController {
   constructor(
-    private readonly health: HealthCheckService,
     private readonly database: DatabaseHealthIndicator,
     private readonly cache: StampedeHealthIndicator,
-    @Inject(SHORTENER_CONFIG) private readonly config: ShortenerConfig,
+    @Inject(cacheConfig.KEY) private readonly cacheSettings: CacheConfig,
+    @Inject(healthConfig.KEY) private readonly settings: HealthConfig,
   ) {}
 
+  @Get('live')
+  live(): { status: 'ok' } {
+    return { status: 'ok' };
+  }
+
+  @Get('ready')
+  ready(@Res({ passthrough: true }) reply: FastifyReply): Promise<HealthReport> {
+    return this.report(reply);
+  }
+
   @Get()
-  @HealthCheck()
-  check() {
-    const timeout = this.config.healthTimeoutMs;
-    const checks: HealthIndicatorFunction[] = [() => this.database.isHealthy('database', timeout)];
-    if (this.config.cacheEnabled) {
-      checks.push(() => this.cache.isHealthy('redis', { timeout }));
-    }
-    return this.health.check(checks);
+  check(@Res({ passthrough: true }) reply: FastifyReply): Promise<HealthReport> {
+    return this.report(reply);
+  }
+
+  private async report(reply: FastifyReply): Promise<HealthReport> {
+    const timeout = this.settings.timeoutMs;
+    const [database, redis] = await Promise.all([
+      this.database.isHealthy('database', timeout),
+      this.cacheSettings.enabled ? this.cache.isHealthy('redis', { timeout }) : undefined,
+    ]);
+    const optional: HealthIndicatorResult[] = redis ? [redis] : [];
+    const report = healthReport([database], optional);
+    void reply.status(report.status === 'error' ? 503 : 200);
+    return report;
   }
 }

@@ -1,14 +1,22 @@
-import { Controller, Get, Header } from '@nestjs/common';
-import { Registry } from 'prom-client';
-import { ShortenerMetrics } from './shortener-metrics';
+import { Controller, Get, Inject, Res } from '@nestjs/common';
+import { PrometheusController } from '@willsoto/nestjs-prometheus';
+import type { FastifyReply } from 'fastify';
+import type { Registry } from 'prom-client';
+import { METRICS_REGISTRY } from './metrics.constants';
 
-@Controller('metrics')
-export class MetricsController {
-  constructor(private readonly metrics: ShortenerMetrics) {}
+/**
+ * GET /metrics (the path PrometheusModule.register sets): the app's own registry rather than
+ * prom-client's global one, which two apps in one process (tests) would share.
+ */
+@Controller()
+export class MetricsController extends PrometheusController {
+  constructor(@Inject(METRICS_REGISTRY) private readonly registry: Registry) {
+    super();
+  }
 
   @Get()
-  @Header('Content-Type', Registry.PROMETHEUS_CONTENT_TYPE)
-  scrape(): Promise<string> {
-    return this.metrics.text();
+  override async index(@Res({ passthrough: true }) response: FastifyReply): Promise<string> {
+    void response.header('Content-Type', this.registry.contentType);
+    return this.registry.metrics();
   }
 }

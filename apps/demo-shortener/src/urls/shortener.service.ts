@@ -7,9 +7,16 @@ import {
   SnowflakeCodes,
   urlHash,
 } from '../codes/code-strategy';
-import type { ShortenerConfig } from '../config';
+import {
+  cacheConfig,
+  type CacheConfig,
+  codesConfig,
+  type CodesConfig,
+  httpConfig,
+  type HttpConfig,
+} from '../config';
 import type { InsertResult, UrlRecord, UrlRepository } from '../db/url-repository';
-import { SHORTENER_CONFIG, URL_REPOSITORY } from '../shortener.constants';
+import { URL_REPOSITORY } from '../shortener.constants';
 import { UrlResolver } from './url-resolver';
 
 export interface Created {
@@ -35,10 +42,12 @@ export class ShortenerService {
 
   constructor(
     @Inject(URL_REPOSITORY) private readonly repo: UrlRepository,
-    @Inject(SHORTENER_CONFIG) private readonly config: ShortenerConfig,
+    @Inject(cacheConfig.KEY) private readonly cache: CacheConfig,
+    @Inject(codesConfig.KEY) private readonly codes: CodesConfig,
+    @Inject(httpConfig.KEY) private readonly http: HttpConfig,
     private readonly resolver: UrlResolver,
   ) {
-    this.snowflake = new SnowflakeCodes(config.snowflakeWorkerId);
+    this.snowflake = new SnowflakeCodes(codes.snowflakeWorkerId);
   }
 
   /** Shortens `url` (already validated); the same URL twice gets the same code. */
@@ -53,21 +62,21 @@ export class ShortenerService {
       if (winner) return { record: winner, created: false };
       throw new CodeGenerationError(`could not store a code for ${url}`);
     }
-    if (this.config.cacheEnabled) await this.resolver.forgetMiss(result.record.code);
+    if (this.cache.enabled) await this.resolver.forgetMiss(result.record.code);
     return { record: result.record, created: true };
   }
 
   /** The record of `code`, through the cache unless CACHE_ENABLED=false. */
   resolve(code: string): Promise<UrlRecord | null> {
-    return this.config.cacheEnabled ? this.resolver.resolve(code) : this.resolver.lookup(code);
+    return this.cache.enabled ? this.resolver.resolve(code) : this.resolver.lookup(code);
   }
 
   shortUrl(code: string): string {
-    return `${this.config.publicBaseUrl}/${code}`;
+    return `${this.http.publicBaseUrl}/${code}`;
   }
 
   private async insert(url: string, hash: string): Promise<InsertResult> {
-    switch (this.config.codeStrategy) {
+    switch (this.codes.strategy) {
       case 'sequence':
         // INSERT -> id -> Base62 -> UPDATE, as in the article.
         return this.repo.insertSequential(url, hash, sequenceCode);

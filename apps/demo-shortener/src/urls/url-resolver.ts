@@ -7,13 +7,11 @@ import {
   SingleFlight,
   StampedeService,
 } from '@nest-redis-resilience/stampede';
-import type { ShortenerConfig } from '../config';
+import { cacheConfig, type CacheConfig } from '../config';
 import type { UrlRecord, UrlRepository } from '../db/url-repository';
 import { ShortenerMetrics } from '../metrics/shortener-metrics';
-import { SHORTENER_CONFIG, URL_REPOSITORY } from '../shortener.constants';
-
-export const urlCacheKey = (code: string) => `url:${code}`;
-export const missCacheKey = (code: string) => `miss:${code}`;
+import { URL_REPOSITORY } from '../shortener.constants';
+import { missCacheKey, urlCacheKey } from './cache-keys';
 
 /**
  * The code -> URL lookup, cached in Redis. Known codes are cached for CACHE_TTL (the module's
@@ -25,11 +23,11 @@ export class UrlResolver {
 
   constructor(
     @Inject(URL_REPOSITORY) private readonly repo: UrlRepository,
-    @Inject(SHORTENER_CONFIG) config: ShortenerConfig,
+    @Inject(cacheConfig.KEY) cache: CacheConfig,
     private readonly stampede: StampedeService,
     private readonly metrics: ShortenerMetrics,
   ) {
-    this.missPolicy = { ttl: config.missCacheTtlMs };
+    this.missPolicy = { ttl: cache.missTtlMs };
   }
 
   /**

@@ -1,7 +1,8 @@
+import { SelfAddress } from './self-address';
 import { InvalidUrlError, isLookupableCode, validateTargetUrl } from './url-validation';
 
-const BASE = 'https://sho.rt';
-const check = (body: unknown) => validateTargetUrl(body, BASE);
+const self = new SelfAddress({ publicBaseUrl: 'https://sho.rt', ports: [3000], machineHosts: [] });
+const check = (body: unknown) => validateTargetUrl(body, (url) => self.matches(url));
 
 describe('validateTargetUrl', () => {
   it('returns the WHATWG-normalized URL', () => {
@@ -19,6 +20,9 @@ describe('validateTargetUrl', () => {
     [{ url: 'mailto:a@example.com' }, /not mailto/],
     [{ url: 'https://a:b@example.com' }, /user name or password/],
     [{ url: 'https://sho.rt/abc' }, /points at this shortener/],
+    [{ url: 'http://SHO.RT./abc' }, /points at this shortener/],
+    [{ url: 'http://127.0.0.1:3000/abc' }, /points at this shortener/],
+    [{ url: 'http://[::1]:3000/abc' }, /points at this shortener/],
     [{ url: `https://example.com/${'x'.repeat(2048)}` }, /limit is 2048/],
   ])('refuses %j', (body, message) => {
     expect(() => check(body)).toThrow(InvalidUrlError);

@@ -10,9 +10,10 @@ export class InvalidUrlError extends Error {
 
 /**
  * Checks the body of `POST /urls` and returns the URL to store (normalized by WHATWG URL
- * parsing, so `HTTPS://Example.com` and `https://example.com/` are the same URL).
+ * parsing, so `HTTPS://Example.com` and `https://example.com/` are the same URL). `isSelf`
+ * says whether a URL points at this app (see SelfAddress).
  */
-export function validateTargetUrl(body: unknown, publicBaseUrl: string): string {
+export function validateTargetUrl(body: unknown, isSelf: (url: URL) => boolean): string {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new InvalidUrlError(
       'The request body must be a JSON object like {"url": "https://example.com/page"}',
@@ -54,7 +55,7 @@ export function validateTargetUrl(body: unknown, publicBaseUrl: string): string 
       '"url" must not contain a user name or password (user:password@host): short links are public',
     );
   }
-  if (url.host === new URL(publicBaseUrl).host) {
+  if (isSelf(url)) {
     throw new InvalidUrlError(
       `"url" points at this shortener (${url.host}); shortening a short link would make a redirect loop`,
     );

@@ -7,13 +7,14 @@ import {
   NotFoundException,
   Param,
   Post,
+  Req,
   Res,
 } from '@nestjs/common';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Inject } from '@nestjs/common';
-import type { ShortenerConfig } from '../config';
-import { SHORTENER_CONFIG } from '../shortener.constants';
+import { httpConfig, type HttpConfig } from '../config';
 import { ShortenerService } from './shortener.service';
+import { SelfAddress } from './self-address';
 import { InvalidUrlError, isLookupableCode, validateTargetUrl } from './url-validation';
 
 export interface ShortUrlView {
@@ -29,21 +30,28 @@ function notFound(code: string): NotFoundException {
 
 @Controller()
 export class UrlsController {
+  private readonly self: SelfAddress;
+
   constructor(
     private readonly shortener: ShortenerService,
-    @Inject(SHORTENER_CONFIG) private readonly config: ShortenerConfig,
-  ) {}
+    @Inject(httpConfig.KEY) http: HttpConfig,
+  ) {
+    this.self = new SelfAddress({ publicBaseUrl: http.publicBaseUrl, ports: [http.port] });
+  }
 
   /** 201 with the new code; 200 with the existing code when the URL was shortened before. */
   @Post('urls')
   @HttpCode(201)
   async create(
     @Body() body: unknown,
+    @Req() request: FastifyRequest,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<ShortUrlView> {
+    // The port this request came in on and the name the client used are this app too.
+    const origin = { localPort: request.raw.socket?.localPort, hostHeader: request.headers.host };
     let url: string;
     try {
-      url = validateTargetUrl(body, this.config.publicBaseUrl);
+      url = validateTargetUrl(body, (target) => this.self.matches(target, origin));
     } catch (err) {
       if (err instanceof InvalidUrlError) throw new BadRequestException(err.message);
       throw err;

@@ -3,7 +3,8 @@ import { Redis } from 'ioredis';
 import request from 'supertest';
 import { decodeBase62, encodeBase62 } from '../../src/codes/base62';
 import { urlHash } from '../../src/codes/code-strategy';
-import type { ShortenerConfig } from '../../src/config';
+import { createUrlRepository } from '../../src/db/repository.factory';
+import type { ShortenerEnv } from '../../src/config';
 import {
   closeAndDrop,
   dbLookups,
@@ -33,15 +34,17 @@ export function describeShortenerApi(
     let http: ReturnType<typeof request>;
     let redis: Redis;
     let cleanup: (() => void | Promise<void>) | undefined;
+    let databaseUrl: string;
 
     beforeAll(async () => {
       const db = await database();
       cleanup = db.cleanup;
-      const config: Partial<ShortenerConfig> = {
-        databaseUrl: db.url,
-        databaseTable: `e2e_${id}`,
-        redisKeyPrefix: prefix,
-        bodyLimit: 4096,
+      databaseUrl = db.url;
+      const config: ShortenerEnv = {
+        DATABASE_URL: db.url,
+        DATABASE_TABLE: `e2e_${id}`,
+        REDIS_KEY_PREFIX: prefix,
+        BODY_LIMIT: '4096',
       };
       app = await startApp(config);
       http = request(app.getHttpServer());
@@ -182,13 +185,13 @@ export function describeShortenerApi(
         expect(res.body.message).toMatch(/not valid JSON/);
       });
 
-      it('a body that is not JSON at all (text/plain)', async () => {
+      it('a body that is not JSON at all (text/plain) gets 415', async () => {
         const res = await http
           .post('/urls')
           .set('Content-Type', 'text/plain')
           .send('https://example.com')
-          .expect(400);
-        expect(res.body.message).toMatch(/must be a JSON object/);
+          .expect(415);
+        expect(res.body.message).toMatch(/Content-Type: application\/json/);
       });
 
       it('no body', async () => {
@@ -235,6 +238,58 @@ export function describeShortenerApi(
       expect(res.text).toMatch(
         /^shortener_stampede_hits_total\{method="UrlResolver.resolve"\} \d+$/m,
       );
+      expect(res.text).toMatch(
+        /^shortener_stampede_lock_wait_seconds_total\{method="UrlResolver.resolve"\} [\d.e-]+$/m,
+      );
+    });
+
+    it('exports the default process metrics and durations in seconds, never in ms', async () => {
+      const { text } = await http.get('/metrics').expect(200);
+      for (const name of [
+        'process_cpu_user_seconds_total',
+        'process_resident_memory_bytes',
+        'nodejs_eventloop_lag_seconds',
+        'nodejs_heap_size_used_bytes',
+      ]) {
+        expect(text).toMatch(new RegExp(`^${name}( |\\{)`, 'm'));
+      }
+      // Every request, by route and status.
+      expect(text).toMatch(
+        /^shortener_http_request_duration_seconds_count\{method="GET",route="\/:code",status_code="302"\} [1-9]\d*$/m,
+      );
+      expect(text).toMatch(
+        /^shortener_http_request_duration_seconds_bucket\{le="0\.005",method="POST",route="\/urls",status_code="201"\} \d+$/m,
+      );
+      // Every database call, by operation and outcome.
+      expect(text).toMatch(
+        /^shortener_db_query_duration_seconds_count\{operation="find_by_code",outcome="ok"\} [1-9]\d*$/m,
+      );
+      expect(text).not.toMatch(/_ms(_total|_bucket|_sum|_count)?[{ ]/);
+    });
+
+    it('gives a database one identity, shared by every instance, and a new one when its tables are made anew', async () => {
+      const database = {
+        url: databaseUrl,
+        table: `e2e_id_${id}`,
+        poolSize: 2,
+        statementTimeoutMs: 5000,
+        connectTimeoutMs: 5000,
+      };
+      const a = createUrlRepository(database);
+      const b = createUrlRepository(database);
+      try {
+        await a.init();
+        await b.init();
+        expect(a.databaseId).toMatch(/^[0-9a-f]{12}$/);
+        expect(b.databaseId).toBe(a.databaseId);
+        await a.dropTable();
+        await a.init();
+        expect(a.databaseId).not.toBe(b.databaseId);
+      } finally {
+        await a.dropTable();
+        await a.close();
+        await b.close();
+      }
     });
   });
 }

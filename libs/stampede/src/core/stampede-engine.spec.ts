@@ -137,20 +137,25 @@ describe('StampedeEngine (memory store, fake clock and random)', () => {
   });
 
   it('DistLock: waiters are woken by the fill, not by the lock TTL', async () => {
+    // Two instances on one store: the callers of the second wait for the first's lock, sharing
+    // one wait (the lock path is shared within an instance).
+    const other = new StampedeEngine({ store, clock });
     const policy = resolvePolicy({ ttl: 1000, lock: { ttl: 60_000, poll: 1 } }, 60_000, 't');
     let loads = 0;
     let release!: () => void;
     const loader = () =>
       new Promise<string>((resolve) => (loads++, (release = () => resolve('v'))));
-    const callers = Array.from({ length: 50 }, () => engine.getOrLoad('k', loader, policy, 'm'));
+    const holder = engine.getOrLoad('k', loader, policy, 'm');
+    await flush();
+    const callers = Array.from({ length: 49 }, () => other.getOrLoad('k', loader, policy, 'm'));
     await flush();
     expect(loads).toBe(1);
     release();
     // With a 60 s lock TTL, only the notification can end the wait before the test times out.
-    expect(await Promise.all(callers)).toEqual(Array(50).fill('v'));
+    expect(await Promise.all([holder, ...callers])).toEqual(Array(50).fill('v'));
     expect(loads).toBe(1);
-    const m = engine.metrics.snapshot().m;
-    expect(m.lockWaits).toBe(49);
+    expect(other.metrics.snapshot().m).toMatchObject({ lockWaits: 1, joins: 48, loads: 0 });
+    await other.close();
   });
 
   it('a store that fails answers from the loader', async () => {
@@ -172,7 +177,7 @@ describe('StampedeEngine (memory store, fake clock and random)', () => {
     const eager = new StampedeEngine({
       store,
       clock,
-      random: () => 1 - 1e-12, // with beta 100: a lead of 200 ms * 100 * 29.9 = 598 s, due at once
+      random: () => 1 - 1e-12, // with beta 100: a lead of 598 s, cut to half the TTL
       logger: { warn: (message) => warnings.push(message) },
     });
     const policy = resolvePolicy({ ttl: 60_000, xfetch: { beta: 100 } }, 60_000, 't');
@@ -189,6 +194,7 @@ describe('StampedeEngine (memory store, fake clock and random)', () => {
     };
     await round(); // 50 misses: loaded, no draw
     failing = true;
+    clock.t += 30_000; // half the TTL: the earliest an early recomputation may start
     await round(); // 50 hits, each recomputation fails
     expect(eager.metrics.snapshot().m.earlyRecomputes).toBe(50);
     expect(warnings).toHaveLength(1);

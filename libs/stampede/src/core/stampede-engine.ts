@@ -75,6 +75,8 @@ export class StampedeEngine {
   private readonly l1?: L1Cache;
   private readonly tags = new TagVersions();
   private readonly flights = new SingleFlight<Outcome<unknown>>();
+  /** Lock attempts, waits and loads shared by concurrent lock-path callers of one key. */
+  private readonly lockFlights = new SingleFlight<unknown>();
   /** Store reads shared by concurrent lock-path callers of one key. */
   private readonly reads = new SingleFlight<Envelope<unknown> | undefined>();
   /** Background refreshes loading here: a caller that misses meanwhile joins the load. */
@@ -204,6 +206,7 @@ export class StampedeEngine {
 
   private forget(key: string): void {
     this.flights.forget(key);
+    this.lockFlights.forget(key);
     this.reads.forget(key);
     this.lastKnown.forget(key);
     this.l1?.delete(key);
@@ -319,7 +322,18 @@ export class StampedeEngine {
     return { value: stale.v, hit: true, stale: true };
   }
 
-  private async loadUnderLock<T>(call: Call<T>): Promise<T> {
+  /**
+   * The lock path is shared by the callers of one key in this process: the first takes the lock
+   * or waits for its holder, the others join it (as they would wait for a holder elsewhere), so
+   * a crowd of callers costs one lock attempt and one wait, not one each.
+   */
+  private loadUnderLock<T>(call: Call<T>): Promise<T> {
+    const { promise, joined } = this.lockFlights.run(call.key, () => this.lockAndLoad(call));
+    if (joined) call.m.joins++;
+    return promise as Promise<T>;
+  }
+
+  private async lockAndLoad<T>(call: Call<T>): Promise<T> {
     const { key, m } = call;
     const lock = call.policy.lock!;
     const token = randomUUID();
@@ -581,7 +595,10 @@ export class StampedeEngine {
   private maybeRecomputeEarly<T>(call: Call<T>, envelope: Envelope<T>): void {
     const { key, policy } = call;
     if (!policy.xfetch || this.closed || this.refreshing.has(key)) return;
-    if (this.clock.now() < this.schedule.due(key, envelope, policy.xfetch.beta)) return;
+    // Never before half the TTL: a load time inflated by a stalled event loop would otherwise
+    // make a value due as soon as it is stored, and the key would be refreshed twice per TTL.
+    const due = this.schedule.due(key, envelope, policy.xfetch.beta, policy.ttl / 2);
+    if (this.clock.now() < due) return;
     this.refreshInBackground(call, envelope, true);
   }
 

@@ -75,6 +75,10 @@ describe('EarlyRecomputeSchedule', () => {
     expect(schedule.due('k', first, 1)).toBe(due); // same value: same moment
     schedule.stored('k', 11_000);
     expect(schedule.due('k', first, 1)).toBe(Infinity); // read before the refresh landed
+    // A lead longer than `maxLead` (here: a load time inflated by a stall) is cut to it.
+    expect(new EarlyRecomputeSchedule(() => 0.999).due('x', { d: 5000, e: 20_000 }, 1, 500)).toBe(
+      19_500,
+    );
     const next = { d: 100, e: 11_000 };
     expect(schedule.due('k', next, 1)).toBeCloseTo(11_000 - earlyRecomputeLead(100, 1, () => 0.01));
   });

@@ -52,15 +52,17 @@ export class EarlyRecomputeSchedule {
   ) {}
 
   /**
-   * The time at which `envelope` is due for recomputation. Infinity for an envelope older than
+   * The time at which `envelope` is due for recomputation, at most `maxLead` before its expiry.
+   * Infinity for an envelope older than
    * one this process has stored or seen: it was read before a refresh landed, and recomputing
    * it would refresh the key twice for one expiry.
    */
-  due(key: string, envelope: { d: number; e: number }, beta: number): number {
+  due(key: string, envelope: { d: number; e: number }, beta: number, maxLead = Infinity): number {
     const plan = this.plans.get(key);
     if (plan && plan.e > envelope.e) return Infinity;
     if (plan && plan.e === envelope.e && !Number.isNaN(plan.at)) return plan.at;
-    const at = envelope.e - earlyRecomputeLead(envelope.d, beta, this.random);
+    const lead = Math.min(earlyRecomputeLead(envelope.d, beta, this.random), maxLead);
+    const at = envelope.e - lead;
     this.remember(key, envelope.e, at);
     return at;
   }

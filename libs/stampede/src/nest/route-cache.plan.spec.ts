@@ -67,6 +67,9 @@ describe('compileRoutePlan', () => {
       xfetch: { beta: 2 },
       lock: { ttl: 2000, poll: 2, wait: 4000, autoExtend: false },
       jitter: { ratio: 0.2 },
+      grace: 0,
+      graceBackoff: 1000,
+      l1: true,
     });
     expect(p.keyOf(req('/a/one?z=1&y=2', { 'x-tenant': 't1' }))).toBe(
       'route:GET /a/one?y=2&z=1 x-tenant=t1',

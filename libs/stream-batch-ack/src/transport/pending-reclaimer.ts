@@ -150,13 +150,23 @@ export class PendingReclaimer {
     if (entries.length > 0 && !this.gate.isClosed) this.callbacks.deliver(stream, entries);
   }
 
+  /**
+   * Every `claim.intervalMs`, one round over the streams. While a round leaves a backlog (a full
+   * page was claimed, so more may be pending), the next round starts as soon as there is room
+   * to handle entries: a dead consumer's backlog drains at the speed of the handlers, not one
+   * page per interval. The first round runs at start.
+   */
   private async runClaimLoop(streams: readonly string[]): Promise<void> {
+    let backlog = true;
     while (!this.gate.isClosed) {
-      await this.gate.wait(this.options.claim.intervalMs, false);
+      if (!backlog || this.gate.room() === 0) {
+        await this.gate.wait(this.options.claim.intervalMs, backlog);
+      }
+      backlog = false;
       for (const stream of streams) {
         if (this.gate.isClosed) break;
         try {
-          await this.claimOnce(stream);
+          if ((await this.claimOnce(stream)) > 0 && this.cursors.has(stream)) backlog = true;
         } catch (err) {
           if (!this.gate.isClosed)
             this.logger.error(`Claiming on "${stream}" failed: ${describeError(err)}`);

@@ -1,0 +1,3 @@
+export * from './config.namespaces';
+export * from './duration';
+export * from './env.schema';

@@ -1,0 +1,9 @@
+/** The app's own prom-client Registry (one per app, so that two apps in one process keep their own). */
+export const METRICS_REGISTRY = Symbol('shortener:metrics-registry');
+
+/** Database lookups of a code (cache misses, or every redirect with the cache off), by result. */
+export const DB_LOOKUPS_TOTAL = 'shortener_db_lookups_total';
+/** Duration of every HTTP request, by method, route and status code. */
+export const HTTP_REQUEST_DURATION_SECONDS = 'shortener_http_request_duration_seconds';
+/** Duration of every database call, by operation and outcome (ok, error). */
+export const DB_QUERY_DURATION_SECONDS = 'shortener_db_query_duration_seconds';

@@ -1,0 +1,17 @@
+/*
+ * Every Redis key of the app, in one place. Keys are `<REDIS_KEY_PREFIX>db-<databaseId>:` then
+ * the stampede library's `{<key>}` (hash tag: one slot per key in a Cluster). The database
+ * identity keeps a database created anew (codes starting at 1 again) from reading entries
+ * cached for the old one under the same code.
+ */
+
+/** The stampede module's key prefix for this database. */
+export function cacheKeyPrefix(redisKeyPrefix: string, databaseId: string): string {
+  return `${redisKeyPrefix}db-${databaseId}:`;
+}
+
+/** The cached record of a code. */
+export const urlCacheKey = (code: string) => `url:${code}`;
+
+/** The cached "no such code" of a code. */
+export const missCacheKey = (code: string) => `miss:${code}`;
