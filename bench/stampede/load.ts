@@ -132,6 +132,8 @@ export interface LoadResult {
   errorIds: [number, number];
   /** Fill notifications the store received during the run; null when the library has no counter. */
   notifications: number | null;
+  /** CPU time (user + system, ms) of the process during the run, load generator included. */
+  cpuMs: number;
   /**
    * With classify: latency (ms) of every hit served by the in-process tier (library L1 or
    * bento-like's), and of every other hit (a store read, or a join of a flight that read it);
@@ -161,6 +163,7 @@ export async function runLoad(
   }
   const c0 = app.counters(job.pattern);
   const n0 = app.notificationsReceived();
+  const cpu0 = process.cpuUsage();
   const log0 = app.backend.log.length;
   const fail0 = app.backend.failures;
   const seen = new Set<number>();
@@ -276,6 +279,7 @@ export async function runLoad(
     }
   }
   const n1 = app.notificationsReceived();
+  const cpu = process.cpuUsage(cpu0);
   const base = performance.timeOrigin;
   return {
     reqs,
@@ -289,6 +293,7 @@ export async function runLoad(
     errorIdsSeen: [...seen],
     errorIds: [fail0 + 1, app.backend.failures],
     notifications: n0 === undefined || n1 === undefined ? null : n1 - n0,
+    cpuMs: (cpu.user + cpu.system) / 1000,
     ...classifiedOut,
   };
 }

@@ -111,6 +111,8 @@ export interface L1HotsetRow {
   joined_load: number;
   /** l1Hits (library) or bento-like's own L1 hits, per request. */
   l1_hit_share: number;
+  /** CPU time of the instances (user + system, load generator included) per request, in us. */
+  cpu_us_per_req: number;
   store_errors: number;
   commands: CommandCounts;
 }
@@ -139,6 +141,7 @@ export const L1_HOTSET_COLUMNS: Column<L1HotsetRow>[] = [
   { header: 'ran_load', value: (r) => r.ran_load },
   { header: 'waited_lock', value: (r) => r.waited_lock },
   { header: 'joined_load', value: (r) => r.joined_load },
+  { header: 'cpu_us/req', value: (r) => r.cpu_us_per_req, digits: 0 },
   { header: 'store_err', value: (r) => r.store_errors },
 ];
 
@@ -264,6 +267,7 @@ export async function l1Hotset(ctx: ScenarioContext): Promise<L1HotsetRow[]> {
             waited_lock: results.reduce((a, r) => a + (r.waitedLock ?? 0), 0),
             joined_load: results.reduce((a, r) => a + (r.joinedLoad ?? 0), 0),
             l1_hit_share: c.l1Hits / reqs,
+            cpu_us_per_req: (1000 * results.reduce((a, r) => a + r.cpuMs, 0)) / reqs,
             store_errors: c.storeErrors + cold.counters.storeErrors,
             commands,
           });
