@@ -5,7 +5,7 @@
  *                            concurrency, then --multi-instances at --multi-concurrency),
  *                            steady, snowstorm (about 1.5 min); resilience = late-lock, stall,
  *                            hotset, fanout, warnings (about 2.5 min); tiers = l1-hotset,
- *                            grace-failing, l1-stall (about 2 min). Or one by name.
+ *                            grace-failing, l1-stall (about 1.5 to 2 min). Or one by name.
  *   --cpu-burn [n]           n busy-loop processes (default 1) beside the whole run
  *   --op-timeout 500   --cooldown 1000   the StampedeModule's operationTimeout and cooldown
  *   --instances K            cliff (or hotset): K forked processes share the load (default 1)
