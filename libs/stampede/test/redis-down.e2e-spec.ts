@@ -39,7 +39,8 @@ describe('Redis stopped and restarted (a redis-server of this test)', () => {
     server = await ThrowawayRedis.start();
     moduleRef = await Test.createTestingModule({
       imports: [
-        StampedeModule.forRoot({ redis: server.url, operationTimeout: 200 }),
+        // Generous: on a busy machine a slow reply must not pass for an outage before the stop.
+        StampedeModule.forRoot({ redis: server.url, operationTimeout: 1000 }),
         StampedeHealthModule,
       ],
       providers: [UserService],
@@ -70,7 +71,7 @@ describe('Redis stopped and restarted (a redis-server of this test)', () => {
     for (let i = 0; i < 20; i++) {
       const started = Date.now();
       expect(await users.find(1)).toEqual({ id: 1, name: 'user-1' });
-      expect(Date.now() - started).toBeLessThan(1000);
+      expect(Date.now() - started).toBeLessThan(1500);
     }
     expect(users.loads - before).toBe(0);
     // A key this process has not seen: concurrent callers share one load, and later calls

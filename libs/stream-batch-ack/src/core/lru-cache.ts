@@ -95,7 +95,7 @@ export class LruCache<V> {
   prune(): number {
     const now = this.clock.now();
     let n = 0;
-    for (let node = this.oldest; node; ) {
+    for (let node = this.oldest; node;) {
       const newer: Node<V> | null = node.newer;
       if (node.expiresAt <= now) {
         this.remove(node);

@@ -154,10 +154,10 @@ export class PendingReclaimer {
    * Every `claim.intervalMs`, one round over the streams. While a round leaves a backlog (a full
    * page was claimed, so more may be pending), the next round starts as soon as there is room
    * to handle entries: a dead consumer's backlog drains at the speed of the handlers, not one
-   * page per interval. The first round runs at start.
+   * page per interval.
    */
   private async runClaimLoop(streams: readonly string[]): Promise<void> {
-    let backlog = true;
+    let backlog = false;
     while (!this.gate.isClosed) {
       if (!backlog || this.gate.room() === 0) {
         await this.gate.wait(this.options.claim.intervalMs, backlog);
