@@ -14,7 +14,10 @@ import {
   diffCounters,
   PatternCounters,
   PatternName,
+  sumCounters,
 } from './bench-app';
+import type { Instance } from './instances';
+import { CommandCounts, commandDelta, PrivateRedis, totalCommands } from './private-redis';
 
 /** Exponential inter-arrival times: a Poisson process of `rate` per second over `durationMs`. */
 export function poissonArrivals(rate: number, durationMs: number, random = Math.random): number[] {
@@ -315,4 +318,48 @@ export function doubleRefreshes(loads: [string, number][], gapMs: number): numbe
     for (let i = 1; i < list.length; i++) if (list[i] - list[i - 1] < gapMs) doubles++;
   }
   return doubles;
+}
+
+/** What `warmAndMeasure` found: the measured run of every instance, with the commands it cost. */
+export interface MeasuredLoad {
+  results: LoadResult[];
+  commands: CommandCounts;
+  cmds: number;
+  counters: PatternCounters;
+  reqs: number;
+  loads: [string, number][];
+  /** Loader calls per key during the measured run. */
+  perKey: Map<string, number>;
+}
+
+/**
+ * Runs `job` on every instance for its `durationMs` (warm-up), then again for `durationMs`
+ * with `measured` options, counting the Redis commands of the second run only.
+ */
+export async function warmAndMeasure(
+  instances: Pick<Instance, 'load'>[],
+  redis: Pick<PrivateRedis, 'commandCounts'>,
+  job: LoadJob,
+  durationMs: number,
+  measured: Partial<LoadJob>,
+): Promise<MeasuredLoad> {
+  await Promise.all(instances.map((i) => i.load({ ...job, startAt: Date.now() + 50 })));
+  const before = await redis.commandCounts();
+  const startAt = Date.now() + 50;
+  const results = await Promise.all(
+    instances.map((i) => i.load({ ...job, durationMs, startAt, ...measured })),
+  );
+  const commands = commandDelta(await redis.commandCounts(), before);
+  const loads = results.flatMap((r) => r.loads);
+  const perKey = new Map<string, number>();
+  for (const [key] of loads) perKey.set(key, (perKey.get(key) ?? 0) + 1);
+  return {
+    results,
+    commands,
+    cmds: totalCommands(commands),
+    counters: sumCounters(results.map((r) => r.counters)),
+    reqs: results.reduce((a, r) => a + r.reqs, 0),
+    loads,
+    perKey,
+  };
 }

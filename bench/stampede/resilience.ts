@@ -10,7 +10,7 @@ import { performance } from 'node:perf_hooks';
 import { Column, quantile, renderTable } from '../shared/table';
 import { BenchApp, BenchConfig, lockKey, PatternName, sumCounters, valueKey } from './bench-app';
 import { startInstances } from './instances';
-import { doubleRefreshes, LoadJob, LoadResult, runLoad } from './load';
+import { doubleRefreshes, LoadJob, LoadResult, runLoad, warmAndMeasure } from './load';
 import { CommandCounts, commandDelta, PrivateRedis, totalCommands } from './private-redis';
 import type { BenchOptions, BenchReport, Target } from './stampede-bench';
 
@@ -451,23 +451,12 @@ export async function hotset(ctx: ScenarioContext): Promise<HotsetRow[]> {
         rate: o.hotsetRate / k,
         durationMs: o.hotsetWarmupMs,
       };
-      await Promise.all(instances.map((i) => i.load({ ...job, startAt: Date.now() + 50 })));
-      const s3 = await redis.commandCounts();
-      const startAt = Date.now() + 50;
-      const results = await Promise.all(
-        instances.map((i) =>
-          i.load({ ...job, durationMs: o.hotsetDurationMs, startAt, perRequest: true }),
-        ),
-      );
-      const s4 = await redis.commandCounts();
-      const commands = commandDelta(s4, s3);
-      const cmds = totalCommands(commands);
-      const c = sumCounters(results.map((r) => r.counters));
-      const reqs = results.reduce((a, r) => a + r.reqs, 0);
-      const loads = results.flatMap((r) => r.loads);
+      const run = await warmAndMeasure(instances, redis, job, o.hotsetDurationMs, {
+        perRequest: true,
+      });
+      const { results, commands, cmds, reqs, loads, perKey } = run;
+      const c = run.counters;
       const reads = hitReads(c);
-      const perKey = new Map<string, number>();
-      for (const [key] of loads) perKey.set(key, (perKey.get(key) ?? 0) + 1);
       const ttls = o.hotsetDurationMs / o.hotsetTtlMs;
       let hotLoads = 0;
       for (let r = 0; r < hot; r++) hotLoads += perKey.get(`${job.keyPrefix}${r}`) ?? 0;

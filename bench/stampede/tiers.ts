@@ -8,9 +8,9 @@
  */
 import { performance } from 'node:perf_hooks';
 import { Column, quantile, renderTable } from '../shared/table';
-import { ALL_PATTERNS, BenchApp, LIBRARY_PATTERNS, PatternName, sumCounters } from './bench-app';
+import { ALL_PATTERNS, BenchApp, LIBRARY_PATTERNS, PatternName } from './bench-app';
 import { startInstances } from './instances';
-import { doubleRefreshes, LoadJob, runLoad } from './load';
+import { doubleRefreshes, LoadJob, runLoad, warmAndMeasure } from './load';
 import { CommandCounts, commandDelta, PrivateRedis, totalCommands } from './private-redis';
 import { logTargets, ScenarioContext } from './resilience';
 import type { BenchOptions, BenchReport, Target } from './stampede-bench';
@@ -208,22 +208,11 @@ export async function l1Hotset(ctx: ScenarioContext): Promise<L1HotsetRow[]> {
             rate: o.l1HotsetRate / k,
             durationMs: o.l1HotsetWarmupMs,
           };
-          await Promise.all(instances.map((i) => i.load({ ...job, startAt: Date.now() + 50 })));
-          const s2 = await redis.commandCounts();
-          const startAt = Date.now() + 50;
-          const results = await Promise.all(
-            instances.map((i) =>
-              i.load({ ...job, durationMs: o.l1HotsetDurationMs, startAt, classify: true }),
-            ),
-          );
-          const s3 = await redis.commandCounts();
-          const commands = commandDelta(s3, s2);
-          const cmds = totalCommands(commands);
-          const c = sumCounters(results.map((r) => r.counters));
-          const reqs = results.reduce((a, r) => a + r.reqs, 0);
-          const loads = results.flatMap((r) => r.loads);
-          const perKey = new Map<string, number>();
-          for (const [key] of loads) perKey.set(key, (perKey.get(key) ?? 0) + 1);
+          const run = await warmAndMeasure(instances, redis, job, o.l1HotsetDurationMs, {
+            classify: true,
+          });
+          const { results, commands, cmds, reqs, loads, perKey } = run;
+          const c = run.counters;
           const ttls = o.l1HotsetDurationMs / o.l1HotsetTtlMs;
           const hot = Math.min(o.l1HotsetHotKeys, o.l1HotsetKeys);
           let hotLoads = 0;
