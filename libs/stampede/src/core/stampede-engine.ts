@@ -36,7 +36,8 @@ const loadSignals = new AsyncLocalStorage<AbortSignal>();
 
 /**
  * The AbortSignal of the load that runs the calling code (for example a decorated method's
- * body, which has no signal parameter), or undefined outside a load.
+ * body, which has no signal parameter), for methods with a hard timeout (the only thing that
+ * aborts it); undefined otherwise.
  */
 export function currentLoadSignal(): AbortSignal | undefined {
   return loadSignals.getStore();
@@ -137,7 +138,7 @@ export class StampedeEngine {
     const run = async () => {
       if (!policy.cache) {
         const controller = new AbortController();
-        const running = this.load(loader, m, controller);
+        const running = this.load(loader, m, controller, policy);
         return {
           value: await this.withHardTimeout(running, { key, policy, m }, controller),
           hit: false,
@@ -438,7 +439,7 @@ export class StampedeEngine {
       token && policy.lock?.autoExtend ? this.autoExtend(key, token, policy.lock.ttl) : undefined;
     const started = this.clock.now();
     const controller = new AbortController();
-    const loaded = this.load(call.loader, m, controller);
+    const loaded = this.load(call.loader, m, controller, policy);
     // The value is stored even when the callers gave up on it (hard timeout).
     const stored = loaded
       .then(
@@ -491,9 +492,13 @@ export class StampedeEngine {
     loader: Loader<T>,
     m: MethodMetrics,
     controller: AbortController,
+    policy: StampedePolicy,
   ): Promise<T> {
     m.loads++;
     try {
+      // Only a hard timeout aborts the signal. Without one, the loader runs outside the
+      // AsyncLocalStorage: on Node 20 its first use turns on promise hooks for the whole process.
+      if (!policy.timeout?.hard) return await loader(controller.signal);
       return await loadSignals.run(controller.signal, () => loader(controller.signal));
     } catch (err) {
       m.errors++;
@@ -547,7 +552,7 @@ export class StampedeEngine {
       const started = this.clock.now();
       const controller = new AbortController();
       const value = await this.withHardTimeout(
-        this.load(call.loader, m, controller),
+        this.load(call.loader, m, controller, policy),
         call,
         controller,
       );
