@@ -18,6 +18,8 @@ export default tseslint.config(
         setInterval: 'readonly',
         clearInterval: 'readonly',
         setImmediate: 'readonly',
+        fetch: 'readonly',
+        AbortSignal: 'readonly',
       },
     },
     rules: {

@@ -1,78 +1,229 @@
 #!/usr/bin/env node
 /*
- * Starts the whole demo: the URL shortener (HTTP), the ticks consumer (HTTP + Redis Streams
- * consumer) and the tick collector, each its own process. Run through `npm run demo`, which
- * finds or starts a Redis first (scripts/with-redis.js). Ctrl-C stops everything.
+ * npm run demo: the URL shortener, the ticks consumer and the tick collector, each its own
+ * process, on a Redis found or started by scripts/with-redis.js.
+ *
+ * - Runs the built apps (dist/), building them first when dist/ is missing or older than the
+ *   sources; `--from-source` runs the TypeScript sources instead (slower to start, no build).
+ * - Binds HOST (default 127.0.0.1); SHORTENER_PORT (3000) and TICKS_PORT (3001).
+ * - Uses a Redis key prefix of its own (`demo:<random>:`) and a SQLite file in a temporary
+ *   directory; on exit (Ctrl-C) it stops everything and deletes both.
+ * - Prints where to look only once both apps answer their readiness endpoints.
+ * - The collector publishes COLLECTOR_SYMBOLS x COLLECTOR_RATE ticks/s (default 100 x 20) and
+ *   logs the rate it reaches every 10 s.
  */
-const { spawn } = require('node:child_process');
+const { spawn, spawnSync } = require('node:child_process');
+const { randomBytes } = require('node:crypto');
+const { existsSync, mkdtempSync, readdirSync, rmSync, statSync } = require('node:fs');
+const { tmpdir } = require('node:os');
 const path = require('node:path');
+const { Redis } = require('ioredis');
 
 const root = path.resolve(__dirname, '..');
-const register = path.join(root, 'scripts', 'register-ts.js');
+const fromSource = process.argv.includes('--from-source');
+const host = process.env.HOST ?? '127.0.0.1';
 const shortenerPort = process.env.SHORTENER_PORT ?? '3000';
 const ticksPort = process.env.TICKS_PORT ?? '3001';
+const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const prefix = `demo:${randomBytes(3).toString('hex')}:`;
+const dataDir = mkdtempSync(path.join(tmpdir(), 'nest-redis-resilience-demo-'));
+const symbols = process.env.COLLECTOR_SYMBOLS ?? '100';
+const ratePerSymbol = process.env.COLLECTOR_RATE ?? '20';
+const say = (line) => process.stdout.write(`[demo] ${line}\n`);
 
+const ENTRIES = {
+  shortener: ['apps/demo-shortener/src/main.ts', 'dist/apps/demo-shortener/main.js'],
+  ticks: ['apps/demo-ticks/src/main.ts', 'dist/apps/demo-ticks/main.js'],
+  collector: ['apps/demo-ticks/src/collector.main.ts', 'dist/apps/demo-ticks/collector.main.js'],
+};
+
+/** Newest modification time of the .ts files below `dir`. */
+function newestSource(dir) {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const file = path.join(dir, entry.name);
+    if (entry.isDirectory()) newest = Math.max(newest, newestSource(file));
+    else if (entry.name.endsWith('.ts')) newest = Math.max(newest, statSync(file).mtimeMs);
+  }
+  return newest;
+}
+
+function buildIfStale() {
+  const built = Object.values(ENTRIES).map(([, out]) => path.join(root, out));
+  built.push(
+    ...['stampede', 'stream-batch-ack'].map((p) => path.join(root, 'libs', p, 'dist', 'index.js')),
+  );
+  const sources = ['apps', 'libs/stampede/src', 'libs/stream-batch-ack/src'].map((d) =>
+    newestSource(path.join(root, d)),
+  );
+  const stale = built.some((f) => !existsSync(f) || statSync(f).mtimeMs < Math.max(...sources));
+  if (!stale) return;
+  say('building the packages and apps once (npm run build)...');
+  const result = spawnSync('npm', ['run', 'build'], { cwd: root, stdio: 'inherit' });
+  if (result.status !== 0) {
+    say('the build failed; see above');
+    process.exit(result.status ?? 1);
+  }
+}
+
+const common = { HOST: host, REDIS_URL: redisUrl, LOG_LEVEL: process.env.LOG_LEVEL ?? 'log' };
 const processes = [
-  { name: 'shortener', entry: 'apps/demo-shortener/src/main.ts', env: { PORT: shortenerPort } },
+  {
+    name: 'shortener',
+    env: {
+      ...common,
+      PORT: shortenerPort,
+      REDIS_KEY_PREFIX: `${prefix}shortener:`,
+      DATABASE_URL: `sqlite:${path.join(dataDir, 'shortener.sqlite')}`,
+      PUBLIC_BASE_URL: `http://${host.includes(':') ? `[${host}]` : host}:${shortenerPort}`,
+    },
+  },
   {
     name: 'ticks',
-    entry: 'apps/demo-ticks/src/main.ts',
-    env: { PORT: ticksPort, COLLECTOR: 'false' },
+    env: {
+      ...common,
+      PORT: ticksPort,
+      COLLECTOR: 'false',
+      TICKS_STREAM: `${prefix}ticks`,
+      TICKS_KEY_PREFIX: `${prefix}ticks:`,
+    },
   },
-  { name: 'collector', entry: 'apps/demo-ticks/src/collector.main.ts', env: {} },
+  {
+    name: 'collector',
+    env: {
+      ...common,
+      TICKS_STREAM: `${prefix}ticks`,
+      TICKS_KEY_PREFIX: `${prefix}ticks:`,
+      COLLECTOR_SYMBOLS: symbols,
+      COLLECTOR_RATE: ratePerSymbol,
+    },
+  },
 ];
 
-const children = processes.map(({ name, entry, env }) => {
-  const child = spawn(process.execPath, ['-r', register, path.join(root, entry)], {
-    cwd: root,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const prefix = `[${name}] `;
-  for (const stream of [child.stdout, child.stderr]) {
-    let buffered = '';
-    stream.on('data', (chunk) => {
-      buffered += chunk;
-      const lines = buffered.split('\n');
-      buffered = lines.pop();
-      for (const line of lines) process.stdout.write(prefix + line + '\n');
-    });
-  }
-  child.on('exit', (code, signal) => {
-    process.stdout.write(`${prefix}exited (${signal ?? code})\n`);
-    if (!stopping) stop(code ?? 1);
-  });
-  return child;
-});
-
+let children = [];
 let stopping = false;
-function stop(code = 0) {
+
+function start() {
+  children = processes.map(({ name, env }) => {
+    const [source, built] = ENTRIES[name];
+    const args = fromSource
+      ? ['-r', path.join(root, 'scripts', 'register-ts.js'), path.join(root, source)]
+      : [path.join(root, built)];
+    const child = spawn(process.execPath, args, {
+      cwd: root,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    for (const stream of [child.stdout, child.stderr]) {
+      let buffered = '';
+      stream.on('data', (chunk) => {
+        buffered += chunk;
+        const lines = buffered.split('\n');
+        buffered = lines.pop();
+        for (const line of lines) process.stdout.write(`[${name}] ${line}\n`);
+      });
+    }
+    child.on('exit', (code, signal) => {
+      process.stdout.write(`[${name}] exited (${signal ?? code})\n`);
+      // Ctrl-C in a terminal signals the whole process group: a child stopped by a signal is a stop.
+      if (!stopping) void stop(signal ? 0 : code || 1);
+    });
+    return child;
+  });
+}
+
+/** Resolves once `url` answers 200, or rejects after `timeoutMs`. */
+async function ready(url, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
+      if (res.status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    if (stopping) throw new Error('stopped');
+    if (Date.now() > deadline) throw new Error(`${url} did not answer 200 within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** Deletes every key of this run's prefix; returns how many. */
+async function removeKeys() {
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1, lazyConnect: true });
+  redis.on('error', () => undefined);
+  let removed = 0;
+  try {
+    await redis.connect();
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) removed += await redis.unlink(...keys);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+  return removed;
+}
+
+async function stop(code = 0) {
   if (stopping) return;
   stopping = true;
   for (const child of children) if (child.exitCode === null) child.kill('SIGTERM');
-  setTimeout(() => process.exit(code), 5000).unref();
-  Promise.all(
+  const exited = Promise.all(
     children.map((c) => new Promise((r) => (c.exitCode !== null ? r() : c.on('exit', r)))),
-  ).then(() => process.exit(code));
+  );
+  await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000).unref())]);
+  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+  try {
+    say(`removed ${await removeKeys()} Redis keys of ${prefix}* and ${dataDir}`);
+  } catch (err) {
+    say(`could not remove the keys ${prefix}*: ${err.message}`);
+  }
+  rmSync(dataDir, { recursive: true, force: true });
+  process.exit(code);
 }
-process.on('SIGINT', () => stop(0));
-process.on('SIGTERM', () => stop(0));
 
-setTimeout(() => {
-  if (stopping) return;
-  const redis = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+process.on('SIGINT', () => void stop(0));
+process.on('SIGTERM', () => void stop(0));
+
+async function main() {
+  if (!fromSource) buildIfStale();
+  say(
+    `starting (${fromSource ? 'from the TypeScript sources' : 'the built apps'}; Redis ${redisUrl}, key prefix ${prefix})`,
+  );
+  start();
+  const base = (port) => `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const shortener = base(shortenerPort);
+  const ticks = base(ticksPort);
+  try {
+    await Promise.all([
+      ready(`${shortener}/health/ready`, 120_000),
+      ready(`${ticks}/health`, 120_000),
+    ]);
+  } catch (err) {
+    if (!stopping) {
+      say(err.message);
+      await stop(1);
+    }
+    return;
+  }
+  const rate = Number(symbols) * Number(ratePerSymbol);
   process.stdout.write(
     [
       '',
-      'Demo running (Ctrl-C stops it):',
-      `  Redis               ${redis}`,
-      `  URL shortener       http://127.0.0.1:${shortenerPort}`,
-      `    shorten:          curl -s -XPOST localhost:${shortenerPort}/urls -H 'content-type: application/json' -d '{"url":"https://nestjs.com"}'`,
-      `    health, metrics:  http://127.0.0.1:${shortenerPort}/health  http://127.0.0.1:${shortenerPort}/metrics`,
-      `  Ticks and candles   http://127.0.0.1:${ticksPort}/symbols`,
-      `    candles:          http://127.0.0.1:${ticksPort}/symbols/SYM001/candles?interval=1m&limit=5`,
-      `    health, metrics:  http://127.0.0.1:${ticksPort}/health  http://127.0.0.1:${ticksPort}/metrics`,
+      `Demo ready (Ctrl-C stops it and removes its Redis keys ${prefix}*):`,
+      `  URL shortener      ${shortener}`,
+      `    shorten:         curl -s -XPOST ${shortener}/urls -H 'content-type: application/json' -d '{"url":"https://nestjs.com"}'`,
+      `    health, metrics: ${shortener}/health  ${shortener}/metrics`,
+      `  Ticks and candles  ${ticks}/symbols`,
+      `    candles:         ${ticks}/symbols/SYM001/candles?interval=1m&limit=5`,
+      `    health, metrics: ${ticks}/health  ${ticks}/metrics`,
+      `  Collector          ${symbols} symbols x ${ratePerSymbol}/s = ${rate} ticks/s; it logs the rate it reaches every 10 s`,
       '',
     ].join('\n') + '\n',
   );
-}, 4000).unref();
+}
+
+void main();

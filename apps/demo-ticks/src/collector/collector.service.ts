@@ -101,6 +101,18 @@ export class CollectorService implements OnModuleDestroy {
     const started = performance.now();
     let sent = 0;
     let next = 0;
+    // Every reportEveryMs (10 s), the rate reached (XADDs Redis acknowledged) beside the target.
+    let last = { at: started, published: 0 };
+    const report = setInterval(() => {
+      const now = performance.now();
+      const seconds = (now - last.at) / 1000;
+      const reached = Math.round((stats.published - last.published) / seconds);
+      last = { at: now, published: stats.published };
+      this.logger.log(
+        `reached ${reached} ticks/s over the last ${seconds.toFixed(1)} s (target ${rate}/s; ${stats.failed} failed so far)`,
+      );
+    }, this.config.reportEveryMs);
+    report.unref();
     while (!this.stopped) {
       const elapsed = performance.now() - started;
       const limit = durationMs > 0 ? Math.min(elapsed, durationMs) : elapsed;
@@ -127,6 +139,7 @@ export class CollectorService implements OnModuleDestroy {
       });
       this.wake = null;
     }
+    clearInterval(report);
     while (this.outstanding.size > 0) await Promise.allSettled([...this.outstanding]);
     stats.endedAt = Date.now();
     return stats;

@@ -122,6 +122,7 @@ export const ticksEnvSchema = z.object({
   COLLECTOR_REPLAY_FILE: optionalText(),
   COLLECTOR_MAX_LEN: wholeNumber(100_000, 0),
   COLLECTOR_SEED: wholeNumber(0, 0),
+  COLLECTOR_REPORT_MS: wholeNumber(10_000, 100),
 });
 
 export type TicksEnv = z.output<typeof ticksEnvSchema>;
@@ -193,6 +194,8 @@ export function toSettings(env: TicksEnv) {
       maxLen: env.COLLECTOR_MAX_LEN,
       /** Random seed of the synthetic ticks (0 = random). */
       seed: env.COLLECTOR_SEED,
+      /** How often the synthetic collector logs the rate it reached, ms. */
+      reportEveryMs: env.COLLECTOR_REPORT_MS,
     },
     logging: { level: env.LOG_LEVEL },
   };
