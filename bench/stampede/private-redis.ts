@@ -1,3 +1,4 @@
+import { Column, renderTable } from '../shared/table';
 /*
  * A redis-server of the benchmark's own (test/support/throwaway-redis.ts: a free loopback port,
  * no persistence) for the scenarios that pause Redis (CLIENT PAUSE) or count its commands
@@ -78,4 +79,39 @@ export function commandDelta(after: CommandCounts, before: CommandCounts): Comma
 
 export function totalCommands(counts: CommandCounts): number {
   return Object.values(counts).reduce((a, b) => a + b, 0);
+}
+
+/** One column of a commandstats breakdown: a pattern's commands by name, and its totals. */
+export interface CommandBreakdown {
+  name: string;
+  commands: CommandCounts;
+  cmds: number;
+  perRequest: number;
+  perLoad?: number;
+}
+
+/**
+ * The breakdown by command of several runs side by side, as a table: the commands (most called
+ * first), then the total, per request and (when given) per load.
+ */
+export function renderCommandBreakdown(columns: CommandBreakdown[]): string {
+  const most = (command: string) => Math.max(...columns.map((c) => c.commands[command] ?? 0));
+  const names = [...new Set(columns.flatMap((c) => Object.keys(c.commands)))].sort(
+    (a, b) => most(b) - most(a),
+  );
+  type Row = { command: string; calls: Record<string, number | string> };
+  const row = (command: string, value: (c: CommandBreakdown) => number | string): Row => ({
+    command,
+    calls: Object.fromEntries(columns.map((c) => [c.name, value(c)])),
+  });
+  const rows = names.map((command) => row(command, (c) => c.commands[command] ?? 0));
+  rows.push(row('total', (c) => c.cmds));
+  rows.push(row('per request', (c) => c.perRequest.toFixed(3)));
+  if (columns.some((c) => c.perLoad !== undefined))
+    rows.push(row('per load', (c) => c.perLoad?.toFixed(2) ?? '-'));
+  const table: Column<Row>[] = [
+    { header: 'command', value: (r) => r.command },
+    ...columns.map((c) => ({ header: c.name, value: (r: Row) => r.calls[c.name] })),
+  ];
+  return renderTable(table, rows);
 }

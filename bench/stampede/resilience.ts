@@ -11,7 +11,13 @@ import { Column, quantile, renderTable } from '../shared/table';
 import { BenchApp, BenchConfig, lockKey, PatternName, sumCounters, valueKey } from './bench-app';
 import { startInstances } from './instances';
 import { doubleRefreshes, LoadJob, LoadResult, runLoad, warmAndMeasure } from './load';
-import { CommandCounts, commandDelta, PrivateRedis, totalCommands } from './private-redis';
+import {
+  CommandCounts,
+  commandDelta,
+  PrivateRedis,
+  renderCommandBreakdown,
+  totalCommands,
+} from './private-redis';
 import type { BenchOptions, BenchReport, Target } from './stampede-bench';
 
 export interface ScenarioContext {
@@ -499,46 +505,19 @@ export async function hotset(ctx: ScenarioContext): Promise<HotsetRow[]> {
   ctx.log(
     `\nhotset: commandstats of the measured run by command (calls; commands inside scripts counted under their own name)`,
   );
-  ctx.log(renderTable(commandColumns(rows), commandRows(rows)));
+  ctx.log(
+    renderCommandBreakdown(
+      rows.map((r) => ({
+        name: r.pattern,
+        commands: r.commands,
+        cmds: r.cmds,
+        perRequest: r.cmds_per_req,
+        perLoad: r.cmds_per_load,
+      })),
+    ),
+  );
   logTargets(ctx, hotsetTargets(rows));
   return rows;
-}
-
-interface CommandRow {
-  command: string;
-  calls: Record<string, number | string>;
-}
-
-function commandRows(rows: HotsetRow[]): CommandRow[] {
-  const names = [...new Set(rows.flatMap((r) => Object.keys(r.commands)))].sort(
-    (a, b) =>
-      Math.max(...rows.map((r) => r.commands[b] ?? 0)) -
-      Math.max(...rows.map((r) => r.commands[a] ?? 0)),
-  );
-  const out: CommandRow[] = names.map((command) => ({
-    command,
-    calls: Object.fromEntries(rows.map((r) => [r.pattern, r.commands[command] ?? 0])),
-  }));
-  out.push({ command: 'total', calls: Object.fromEntries(rows.map((r) => [r.pattern, r.cmds])) });
-  out.push({
-    command: 'per request',
-    calls: Object.fromEntries(rows.map((r) => [r.pattern, r.cmds_per_req.toFixed(3)])),
-  });
-  out.push({
-    command: 'per load',
-    calls: Object.fromEntries(rows.map((r) => [r.pattern, r.cmds_per_load.toFixed(2)])),
-  });
-  return out;
-}
-
-function commandColumns(rows: HotsetRow[]): Column<CommandRow>[] {
-  return [
-    { header: 'command', value: (r) => r.command },
-    ...rows.map((row) => ({
-      header: row.pattern,
-      value: (r: CommandRow) => r.calls[row.pattern],
-    })),
-  ];
 }
 
 function hotsetTargets(rows: HotsetRow[]): Target[] {

@@ -11,7 +11,13 @@ import { Column, quantile, renderTable } from '../shared/table';
 import { ALL_PATTERNS, BenchApp, LIBRARY_PATTERNS, PatternName } from './bench-app';
 import { startInstances } from './instances';
 import { doubleRefreshes, LoadJob, runLoad, warmAndMeasure } from './load';
-import { CommandCounts, commandDelta, PrivateRedis, totalCommands } from './private-redis';
+import {
+  CommandCounts,
+  commandDelta,
+  PrivateRedis,
+  renderCommandBreakdown,
+  totalCommands,
+} from './private-redis';
 import { logTargets, ScenarioContext } from './resilience';
 import type { BenchOptions, BenchReport, Target } from './stampede-bench';
 
@@ -273,41 +279,18 @@ export async function l1Hotset(ctx: ScenarioContext): Promise<L1HotsetRow[]> {
   ctx.log(
     `\nl1-hotset: commandstats of the measured run by command (calls; commands inside scripts counted under their own name)`,
   );
-  ctx.log(renderTable(commandColumns(out), commandRows(out)));
+  ctx.log(
+    renderCommandBreakdown(
+      out.map((r) => ({
+        name: r.variant,
+        commands: r.commands,
+        cmds: r.cmds,
+        perRequest: r.cmds_per_req,
+      })),
+    ),
+  );
   logTargets(ctx, l1HotsetTargets(out, ideal));
   return out;
-}
-
-interface CommandRow {
-  command: string;
-  calls: Record<string, number | string>;
-}
-
-function commandRows(rows: L1HotsetRow[]): CommandRow[] {
-  const most = (name: string) => Math.max(...rows.map((r) => r.commands[name] ?? 0));
-  const names = [...new Set(rows.flatMap((r) => Object.keys(r.commands)))].sort(
-    (a, b) => most(b) - most(a),
-  );
-  const out: CommandRow[] = names.map((command) => ({
-    command,
-    calls: Object.fromEntries(rows.map((r) => [r.variant, r.commands[command] ?? 0])),
-  }));
-  out.push({ command: 'total', calls: Object.fromEntries(rows.map((r) => [r.variant, r.cmds])) });
-  out.push({
-    command: 'per request',
-    calls: Object.fromEntries(rows.map((r) => [r.variant, r.cmds_per_req.toFixed(3)])),
-  });
-  return out;
-}
-
-function commandColumns(rows: L1HotsetRow[]): Column<CommandRow>[] {
-  return [
-    { header: 'command', value: (r) => r.command },
-    ...rows.map((row) => ({
-      header: row.variant,
-      value: (r: CommandRow) => r.calls[row.variant],
-    })),
-  ];
 }
 
 function l1HotsetTargets(rows: L1HotsetRow[], ideal: number): Target[] {
