@@ -7,7 +7,6 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { chromium, type Browser, type BrowserContext } from 'playwright-core';
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const { findChromium } = require('../../scripts/ensure-chromium.js') as {
   findChromium(): string | undefined;
 };
