@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { createShortenerApp } from './app.factory';
+import { describeCacheConnection } from './urls/cache-connection';
 import {
   cacheConfig,
   type CacheConfig,
@@ -22,7 +23,7 @@ async function main(): Promise<void> {
   new Logger('Shortener').log(
     `listening on http://${http.host}:${http.port} (public ${http.publicBaseUrl}); ` +
       `database ${database.url.replace(/\/\/([^@/]*)@/, '//***@')}, ` +
-      `${cache.enabled ? `cache ${cache.redisUrl}` : 'cache off'}, codes: ${codes.strategy}`,
+      `${cache.enabled ? `cache ${describeCacheConnection(cache)}` : 'cache off'}, codes: ${codes.strategy}`,
   );
 }
 

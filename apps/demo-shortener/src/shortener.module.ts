@@ -1,6 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { ConfigModule } from '@nestjs/config';
 import { TerminusModule } from '@nestjs/terminus';
+import type { Cluster } from 'ioredis';
 import { StampedeHealthModule } from '@nest-redis-resilience/stampede/health';
 import { StampedeModule } from '@nest-redis-resilience/stampede';
 import { bindNamespaces, cacheConfig, type CacheConfig, type ShortenerConfig } from './config';
@@ -9,7 +10,8 @@ import type { UrlRepository } from './db/url-repository';
 import { DatabaseHealthIndicator } from './health/database.health';
 import { HealthController } from './health/health.controller';
 import { ShortenerMetricsModule } from './metrics/metrics.module';
-import { URL_REPOSITORY } from './shortener.constants';
+import { CACHE_REDIS, URL_REPOSITORY } from './shortener.constants';
+import { CacheConnectionModule } from './urls/cache-connection';
 import { cacheKeyPrefix } from './urls/cache-keys';
 import { ShortenerService } from './urls/shortener.service';
 import { UrlResolver } from './urls/url-resolver';
@@ -28,11 +30,12 @@ export class ShortenerModule {
         TerminusModule.forRoot({ logger: false }),
         StampedeHealthModule,
         StampedeModule.forRootAsync({
-          imports: [DatabaseModule],
-          inject: [cacheConfig.KEY, URL_REPOSITORY],
-          useFactory: (cache: CacheConfig, repo: UrlRepository) => ({
+          imports: [DatabaseModule, CacheConnectionModule],
+          inject: [cacheConfig.KEY, URL_REPOSITORY, CACHE_REDIS],
+          useFactory: (cache: CacheConfig, repo: UrlRepository, redis?: string | Cluster) => ({
             // Without the cache the module still runs (in-memory store), but nothing calls it.
-            redis: cache.enabled ? cache.redisUrl : undefined,
+            redis,
+            l1: cache.l1Entries > 0 ? { maxEntries: cache.l1Entries } : undefined,
             keyPrefix: cacheKeyPrefix(cache.keyPrefix, repo.databaseId),
             defaultTtl: cache.ttlMs,
             operationTimeout: cache.operationTimeoutMs,

@@ -42,8 +42,12 @@ export interface CacheConfig {
   /** false: every redirect reads the database (no Redis at all). */
   enabled: boolean;
   redisUrl: string;
+  /** REDIS_CLUSTER_NODES: the seed nodes of a Redis Cluster, used instead of `redisUrl`. */
+  clusterNodes?: { host: string; port: number }[];
   /** Prefix of every Redis key of this app. */
   keyPrefix: string;
+  /** Entries of the in-process tier in front of Redis (CACHE_L1_ENTRIES); 0: none. */
+  l1Entries: number;
   /** Lifetime of a cached code -> URL entry, ms (spread +-10 % by jitter). */
   ttlMs: number;
   /** Lifetime of a cached "unknown code", ms. */
@@ -151,6 +155,23 @@ const databaseUrl = variable(
   },
 );
 
+/**
+ * `host:port,host:port,...` (IPv6 hosts in brackets: `[::1]:7001`): seed nodes of a Redis
+ * Cluster; ioredis finds the other nodes from them.
+ */
+const clusterNodes = variable(
+  undefined as { host: string; port: number }[] | undefined,
+  'a comma-separated list of host:port seed nodes of a Redis Cluster, such as 127.0.0.1:7001,127.0.0.1:7002',
+  (raw) => {
+    const nodes = raw.split(',').map((part) => {
+      const m = /^(?:\[([^\]]+)\]|([^:\s\[\]]+)):(\d{1,5})$/.exec(part.trim());
+      const port = Number(m?.[3]);
+      return m && port >= 1 && port <= 65535 ? { host: m[1] ?? m[2], port } : undefined;
+    });
+    return nodes.every((n) => n !== undefined) ? nodes : undefined;
+  },
+);
+
 /** Letters, digits and _; 58 characters at most, so that `<table>_meta` fits every database. */
 const tableName = variable(
   'short_urls',
@@ -184,8 +205,10 @@ export const shortenerEnvSchema = z.object({
 
   CACHE_ENABLED: boolean(true),
   REDIS_URL: urlOf('redis://127.0.0.1:6379', ['redis', 'rediss'], 'redis://127.0.0.1:6379'),
+  REDIS_CLUSTER_NODES: clusterNodes,
   // '' is a valid prefix (no prefix): only an unset variable takes the default.
   REDIS_KEY_PREFIX: z.string().optional().default('shortener:'),
+  CACHE_L1_ENTRIES: integer(0, 0, 10_000_000),
   CACHE_TTL: duration('10m'),
   MISS_CACHE_TTL: duration('30s'),
   REDIS_OPERATION_TIMEOUT: duration('500ms'),
@@ -239,7 +262,9 @@ export function parseShortenerEnv(
     cache: {
       enabled: e.CACHE_ENABLED,
       redisUrl: e.REDIS_URL,
+      ...(e.REDIS_CLUSTER_NODES ? { clusterNodes: e.REDIS_CLUSTER_NODES } : {}),
       keyPrefix: e.REDIS_KEY_PREFIX,
+      l1Entries: e.CACHE_L1_ENTRIES,
       ttlMs: e.CACHE_TTL,
       missTtlMs: e.MISS_CACHE_TTL,
       operationTimeoutMs: e.REDIS_OPERATION_TIMEOUT,
