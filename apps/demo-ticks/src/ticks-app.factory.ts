@@ -4,7 +4,8 @@ import { MicroserviceOptions } from '@nestjs/microservices';
 import { ServerRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
 import { CandleStore } from './candles/candle-store';
 import { CollectorService } from './collector/collector.service';
-import { LogLevelName, TicksSettings } from './config/ticks-env.schema';
+import { transportConnection } from './config/redis-connection';
+import { deadLetterStreamOf, LogLevelName, TicksSettings } from './config/ticks-env.schema';
 import { TicksMetrics } from './metrics/ticks.metrics';
 import { TicksAppModule } from './ticks-app.module';
 
@@ -32,7 +33,7 @@ export function loggerLevels(level: LogLevelName): LogLevel[] | false {
 export function createTicksServer(config: TicksSettings): ServerRedisStreams {
   const { consumer } = config;
   return new ServerRedisStreams({
-    connection: config.redis.url,
+    connection: transportConnection(config.redis),
     group: consumer.group,
     consumer: consumer.consumer,
     read: consumer.read,
@@ -43,7 +44,8 @@ export function createTicksServer(config: TicksSettings): ServerRedisStreams {
     claim: consumer.claim,
     deadLetter: {
       maxDeliveries: consumer.maxDeliveries,
-      stream: () => consumer.deadLetterStream,
+      // On a Cluster each stream's dead letters stay in its slot (<stream>:dlq).
+      stream: (stream) => deadLetterStreamOf(consumer, stream),
     },
     concurrency: consumer.concurrency,
     // Entries handled before are skipped per batch (in-process LRU, then Redis); the candle script

@@ -1,12 +1,12 @@
 import { DynamicModule, Inject, Injectable, Module, OnApplicationShutdown } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
 import { RedisStreamsHealthModule } from '@nest-redis-resilience/stream-batch-ack/health';
-import { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
 import { RedisStreamsModule, ServerRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
 import { CandleStore } from './candles/candle-store';
 import { CollectorModule } from './collector/collector.module';
 import { configToken, ticksConfigModule } from './config/ticks-config.module';
+import { createTicksRedis, TicksRedis } from './config/redis-connection';
 import {
   CandlesSettings,
   ConsumerSettings,
@@ -23,7 +23,7 @@ import { TICKS_REDIS } from './ticks.constants';
 /** Closes the app's Redis connection at shutdown, after the microservice closed. */
 @Injectable()
 export class TicksRedisLifecycle implements OnApplicationShutdown {
-  constructor(@Inject(TICKS_REDIS) private readonly redis: Redis) {}
+  constructor(@Inject(TICKS_REDIS) private readonly redis: TicksRedis) {}
 
   async onApplicationShutdown(): Promise<void> {
     try {
@@ -64,13 +64,12 @@ export class TicksAppModule {
         {
           provide: TICKS_REDIS,
           inject: [configToken('redis')],
-          useFactory: (redis: RedisSettings) =>
-            new Redis(redis.url, { maxRetriesPerRequest: 2, connectionName: 'demo-ticks' }),
+          useFactory: (redis: RedisSettings) => createTicksRedis(redis, 'demo-ticks'),
         },
         {
           provide: CandleStore,
           inject: [TICKS_REDIS, configToken('candles'), configToken('consumer')],
-          useFactory: (redis: Redis, candles: CandlesSettings, consumer: ConsumerSettings) =>
+          useFactory: (redis: TicksRedis, candles: CandlesSettings, consumer: ConsumerSettings) =>
             new CandleStore(redis, {
               keyPrefix: candles.keyPrefix,
               stream: consumer.stream,

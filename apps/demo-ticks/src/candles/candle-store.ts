@@ -1,4 +1,5 @@
-import { Redis } from 'ioredis';
+import type { TicksRedis } from '../config/redis-connection';
+import { hashTag } from '../config/ticks-env.schema';
 import { Candle, decodeCandle } from './candle';
 import { APPLY_TICKS_LUA, REJECT_TICK_LUA } from './candle-scripts';
 import { INTERVALS, IntervalName } from './interval';
@@ -14,6 +15,17 @@ export interface CandleStoreOptions {
   keep: number;
   /** Most ticks applied by one script call (a larger batch is split). */
   maxBatch: number;
+  /**
+   * The physical streams the ticks come from (partitions of `stream`) and the one a symbol's ticks
+   * go to. Default: `stream` alone.
+   */
+  placement?: TickPlacement;
+}
+
+/** Which stream carries which symbol: the candle keys of a symbol live in that stream's hash slot. */
+export interface TickPlacement {
+  streams: readonly string[];
+  streamOf(symbol: string): string;
 }
 
 /** A tick the apply script refused: it would make this candle's volume infinite. */
@@ -46,7 +58,7 @@ export interface DoneMark {
   ttlMs: number;
 }
 
-type ScriptedRedis = Redis & {
+type ScriptedRedis = TicksRedis & {
   ticksApply(...args: (string | number)[]): Promise<(number | string)[]>;
   ticksReject(...args: (string | number)[]): Promise<number>;
 };
@@ -56,6 +68,16 @@ const INTERVAL_SPEC = Object.entries(INTERVALS)
   .join(',');
 
 /**
+ * The prefix of the keys of the symbols whose ticks come from `stream`: `<prefix>{<tag>}:` when the
+ * stream has a hash tag (a partition `ticks:{3}`, or `{ticks}` on a Cluster), so that the candle
+ * script finds the stream, its idempotency records and the candles in one slot; else `<prefix>`.
+ */
+export function scopedPrefix(prefix: string, stream: string): string {
+  const tag = hashTag(stream);
+  return tag === undefined ? prefix : `${prefix}{${tag}}:`;
+}
+
+/**
  * Candles in Redis. A batch of ticks is applied by one Lua script that, atomically, marks each
  * tick's idempotency record done and folds the tick into the 1m/5m/30m candles and the latest
  * price: a tick whose record is already done (a redelivery after a lost XACK or a crash) changes
@@ -63,41 +85,57 @@ const INTERVAL_SPEC = Object.entries(INTERVALS)
  */
 export class CandleStore {
   private readonly redis: ScriptedRedis;
+  private readonly placement: TickPlacement;
 
   constructor(
-    redis: Redis,
+    redis: TicksRedis,
     readonly options: CandleStoreOptions,
   ) {
+    this.placement = options.placement ?? {
+      streams: [options.stream],
+      streamOf: () => options.stream,
+    };
     redis.defineCommand('ticksApply', { lua: APPLY_TICKS_LUA });
     redis.defineCommand('ticksReject', { numberOfKeys: 2, lua: REJECT_TICK_LUA });
     this.redis = redis as ScriptedRedis;
   }
 
-  key(name: string): string {
-    return this.options.keyPrefix + name;
+  /** A key of the symbols whose ticks come from `stream` (default: the configured stream). */
+  key(name: string, stream = this.options.stream): string {
+    return scopedPrefix(this.options.keyPrefix, stream) + name;
+  }
+
+  /** A key of `symbol`'s data (in the slot of the stream carrying it). */
+  private symbolKey(symbol: string, name: string): string {
+    return this.key(name, this.placement.streamOf(symbol));
   }
 
   /**
    * Applies each tick once; resolves with what happened to each, in order. A tick that would make
    * a candle's volume infinite is refused (its record is left to `reject`).
    */
-  async apply(entries: readonly TickEntry[], mark: DoneMark): Promise<ApplyResult[]> {
+  async apply(
+    entries: readonly TickEntry[],
+    mark: DoneMark,
+    /** The (physical) stream the entries come from: a partition of a partitioned stream. */
+    stream = this.options.stream,
+  ): Promise<ApplyResult[]> {
     const chunks: TickEntry[][] = [];
     for (let i = 0; i < entries.length; i += this.options.maxBatch)
       chunks.push(entries.slice(i, i + this.options.maxBatch));
-    const results = await Promise.all(chunks.map((chunk) => this.applyChunk(chunk, mark)));
+    const results = await Promise.all(chunks.map((chunk) => this.applyChunk(chunk, mark, stream)));
     return results.flat();
   }
 
-  private async applyChunk(entries: readonly TickEntry[], mark: DoneMark): Promise<ApplyResult[]> {
-    const args: (string | number)[] = [
-      2 + entries.length,
-      this.key('symbols'),
-      this.options.stream,
-    ];
+  private async applyChunk(
+    entries: readonly TickEntry[],
+    mark: DoneMark,
+    stream: string,
+  ): Promise<ApplyResult[]> {
+    const args: (string | number)[] = [2 + entries.length, this.key('symbols', stream), stream];
     for (const e of entries) args.push(e.record);
     args.push(
-      this.options.keyPrefix,
+      scopedPrefix(this.options.keyPrefix, stream),
       this.options.keep,
       INTERVAL_SPEC,
       this.options.group,
@@ -134,12 +172,16 @@ export class CandleStore {
     );
   }
 
+  /** Every symbol seen, sorted (one SMEMBERS per stream: each stream's set is in its slot). */
   async symbols(): Promise<string[]> {
-    return (await this.redis.smembers(this.key('symbols'))).sort();
+    const sets = await Promise.all(
+      this.placement.streams.map((stream) => this.redis.smembers(this.key('symbols', stream))),
+    );
+    return [...new Set(sets.flat())].sort();
   }
 
   async latest(symbol: string): Promise<LatestPrice | undefined> {
-    const [p, ts] = await this.redis.hmget(this.key(`last:${symbol}`), 'p', 'ts');
+    const [p, ts] = await this.redis.hmget(this.symbolKey(symbol, `last:${symbol}`), 'p', 'ts');
     if (p === null || ts === null) return undefined;
     return { symbol, price: Number(p), ts: Number(ts) };
   }
@@ -153,13 +195,14 @@ export class CandleStore {
     const latest = await this.latest(symbol);
     if (!latest) return undefined;
     const starts = await this.redis.zrange(
-      this.key(`index:${interval}:${symbol}`),
+      this.symbolKey(symbol, `index:${interval}:${symbol}`),
       String(-limit),
       '-1',
     );
     if (starts.length === 0) return [];
     const pipeline = this.redis.pipeline();
-    for (const start of starts) pipeline.hgetall(this.key(`candle:${interval}:${symbol}:${start}`));
+    for (const start of starts)
+      pipeline.hgetall(this.symbolKey(symbol, `candle:${interval}:${symbol}:${start}`));
     const replies = (await pipeline.exec()) ?? [];
     const candles: Candle[] = [];
     replies.forEach(([err, hash], i) => {

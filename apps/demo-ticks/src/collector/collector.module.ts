@@ -3,6 +3,7 @@ import { ClientsModule } from '@nestjs/microservices';
 import { ClientRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
 import { configToken } from '../config/ticks-config.module';
 import { CollectorSettings, RedisSettings } from '../config/ticks-env.schema';
+import { transportConnection } from '../config/redis-connection';
 import { TICKS_CLIENT } from '../ticks.constants';
 import { CollectorService } from './collector.service';
 
@@ -19,7 +20,7 @@ import { CollectorService } from './collector.service';
         useFactory: (redis: RedisSettings, collector: CollectorSettings) => ({
           customClass: ClientRedisStreams,
           options: {
-            connection: redis.url,
+            connection: transportConnection(redis),
             ...(collector.maxLen > 0 ? { maxLen: collector.maxLen } : {}),
           },
         }),

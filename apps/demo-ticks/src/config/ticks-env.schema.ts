@@ -71,6 +71,39 @@ function optionalText() {
   return z.preprocess(blankToUndefined, z.string().optional());
 }
 
+/**
+ * REDIS_CLUSTER_NODES: `host:port,host:port,...` (IPv6 hosts in brackets: `[::1]:7001`), the seed
+ * nodes of a Redis Cluster; ioredis finds the other nodes from them.
+ */
+function clusterNodes() {
+  const allowed =
+    'a comma-separated list of host:port seed nodes of a Redis Cluster, such as 127.0.0.1:7001,127.0.0.1:7002';
+  return z.preprocess(
+    blankToUndefined,
+    z
+      .string()
+      .transform((raw, ctx) => {
+        const nodes = raw.split(',').map((part) => {
+          const m = /^(?:\[([^\]]+)\]|([^:\s[\]]+)):(\d{1,5})$/.exec(part.trim());
+          const port = Number(m?.[3]);
+          return m && port >= 1 && port <= 65535 ? { host: m[1] ?? m[2], port } : undefined;
+        });
+        if (nodes.every((n) => n !== undefined)) return nodes;
+        ctx.issues.push({ code: 'custom', message: allowed, input: raw });
+        return z.NEVER;
+      })
+      .optional(),
+  );
+}
+
+/** The hash tag of a key (what Redis Cluster hashes): the text between the first `{` and the next `}`, when not empty. */
+export function hashTag(key: string): string | undefined {
+  const open = key.indexOf('{');
+  if (open < 0) return undefined;
+  const close = key.indexOf('}', open + 1);
+  return close > open + 1 ? key.slice(open + 1, close) : undefined;
+}
+
 export const LOG_LEVELS = ['debug', 'log', 'warn', 'error', 'silent'] as const;
 
 /** Every variable, as zod reads it (unknown variables are ignored). */
@@ -82,6 +115,7 @@ export const ticksEnvSchema = z.object({
       .regex(/^rediss?:\/\//, { error: 'a redis:// or rediss:// URL' })
       .default('redis://127.0.0.1:6379'),
   ),
+  REDIS_CLUSTER_NODES: clusterNodes(),
   HOST: text('0.0.0.0'),
   PORT: wholeNumber(3001, 0, 65535),
   TICKS_STREAM: text('ticks'),
@@ -127,17 +161,51 @@ export const ticksEnvSchema = z.object({
 
 export type TicksEnv = z.output<typeof ticksEnvSchema>;
 
+/**
+ * What a Redis Cluster needs of the names (REDIS_CLUSTER_NODES set): a script touches the stream,
+ * its entries' idempotency records, the candles and the dead-letter stream at once, so they must
+ * share one hash slot. The records are `<TICKS_KEY_PREFIX>idem:<TICKS_GROUP>:<stream>:<id>` and the
+ * candles carry the stream's hash tag, so: the stream has a hash tag, and the prefix and the group
+ * have none (theirs would win).
+ */
+function clusterProblems(env: TicksEnv): { variable: string; problem: string }[] {
+  if (!env.REDIS_CLUSTER_NODES) return [];
+  const problems: { variable: string; problem: string }[] = [];
+  const tag = hashTag(env.TICKS_STREAM);
+  if (!tag)
+    problems.push({
+      variable: 'TICKS_STREAM',
+      problem: `must contain a hash tag on a Redis Cluster (REDIS_CLUSTER_NODES), such as {${env.TICKS_STREAM}}, so that its idempotency records and candles share its slot`,
+    });
+  for (const name of ['TICKS_KEY_PREFIX', 'TICKS_GROUP'] as const)
+    if (/[{}]/.test(env[name]))
+      problems.push({
+        variable: name,
+        problem: `must not contain "{" or "}" on a Redis Cluster (REDIS_CLUSTER_NODES): the keys take the hash tag of the stream`,
+      });
+  const dlq = env.TICKS_DEAD_LETTER_STREAM;
+  if (dlq !== undefined && tag && hashTag(dlq) !== tag)
+    problems.push({
+      variable: 'TICKS_DEAD_LETTER_STREAM',
+      problem: `must carry the stream's hash tag {${tag}} on a Redis Cluster (REDIS_CLUSTER_NODES), or be unset (<stream>:dlq)`,
+    });
+  return problems;
+}
+
 /** The namespaces, one per concern. */
 export function toSettings(env: TicksEnv) {
   const stream = env.TICKS_STREAM;
   return {
-    redis: { url: env.REDIS_URL },
+    /** `clusterNodes` (REDIS_CLUSTER_NODES): a Redis Cluster, used instead of `url`. */
+    redis: { url: env.REDIS_URL, clusterNodes: env.REDIS_CLUSTER_NODES },
     /** The stream, its consumer group, and the transport's options. */
     consumer: {
       stream,
       group: env.TICKS_GROUP,
       consumer: env.TICKS_CONSUMER ?? `${hostname()}-${process.pid}`,
       deadLetterStream: env.TICKS_DEAD_LETTER_STREAM ?? `${stream}:dlq`,
+      /** No TICKS_DEAD_LETTER_STREAM: each stream has its own, `<stream>:dlq` (in its Cluster slot). */
+      deadLetterPerStream: env.TICKS_DEAD_LETTER_STREAM === undefined,
       read: { count: env.READ_COUNT, blockMs: env.READ_BLOCK_MS },
       ack: {
         batchSize: env.ACK_BATCH_SIZE,
@@ -211,6 +279,11 @@ export type CollectorSettings = TicksSettings['collector'];
 export type LoggingSettings = TicksSettings['logging'];
 export type LogLevelName = LoggingSettings['level'];
 
+/** The dead-letter stream of the entries of `stream` (a partition, on a Cluster: in its slot). */
+export function deadLetterStreamOf(consumer: ConsumerSettings, stream: string): string {
+  return consumer.deadLetterPerStream ? `${stream}:dlq` : consumer.deadLetterStream;
+}
+
 /**
  * Validates `env` (default: process.env) and returns the namespaces. Throws TicksConfigError
  * naming every bad variable, its value and what is allowed.
@@ -227,6 +300,21 @@ export function parseTicksEnv(env: Env = process.env): TicksSettings {
       return `${name} must be ${issue.message} (${shown})`;
     });
     throw new TicksConfigError(problems.join('; '), variables);
+  }
+  const cluster = clusterProblems(result.data);
+  if (cluster.length > 0) {
+    const problems = cluster.map(({ variable, problem }) => {
+      const raw = env[variable];
+      const shown =
+        raw === undefined
+          ? `unset: ${JSON.stringify(result.data[variable as keyof TicksEnv])}`
+          : `got ${JSON.stringify(raw)}`;
+      return `${variable} ${problem} (${shown})`;
+    });
+    throw new TicksConfigError(
+      problems.join('; '),
+      cluster.map((c) => c.variable),
+    );
   }
   return toSettings(result.data);
 }

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 
 /** One consumer of the group, from `XINFO CONSUMERS`. */
 export interface ConsumerInfo {
@@ -41,7 +41,7 @@ export function reclaimBacklog(consumers: ConsumerInfo[], minIdleMs: number): Re
 
 /** Measures the reclaim backlog of one stream and group (one `XINFO CONSUMERS`). */
 export async function measureReclaimBacklog(
-  redis: Redis,
+  redis: Redis | Cluster,
   options: { stream: string; group: string; minIdleMs: number },
 ): Promise<ReclaimBacklog> {
   const reply = (await redis.call(

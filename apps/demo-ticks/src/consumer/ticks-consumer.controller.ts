@@ -5,7 +5,11 @@ import { entryIdTime } from '../candles/candle';
 import { CandleStore, DoneMark, TickEntry } from '../candles/candle-store';
 import { checkTickTime, parseTick } from '../candles/tick';
 import { InjectConfig } from '../config/ticks-config.module';
-import { ConsumerSettings, LimitsSettings } from '../config/ticks-env.schema';
+import {
+  ConsumerSettings,
+  deadLetterStreamOf,
+  LimitsSettings,
+} from '../config/ticks-env.schema';
 import { TicksMetrics } from '../metrics/ticks.metrics';
 
 /**
@@ -69,7 +73,7 @@ export function createTicksConsumerController(stream: string): Type<unknown> {
         }
       });
       try {
-        const results = valid.length > 0 ? await this.store.apply(valid, mark) : [];
+        const results = valid.length > 0 ? await this.store.apply(valid, mark, ctx.stream) : [];
         const now = Date.now();
         results.forEach((result, i) => {
           if (result === 'applied') {
@@ -106,7 +110,8 @@ export function createTicksConsumerController(stream: string): Type<unknown> {
       error: string,
     ): Promise<void> {
       const entry = ctx.entries[i];
-      const fresh = await this.store.reject(record, mark, this.consumer.deadLetterStream, {
+      const deadLetterStream = deadLetterStreamOf(this.consumer, ctx.stream);
+      const fresh = await this.store.reject(record, mark, deadLetterStream, {
         stream: ctx.stream,
         id: entry.id,
         group: ctx.group,
@@ -119,7 +124,7 @@ export function createTicksConsumerController(stream: string): Type<unknown> {
       });
       if (fresh) {
         this.metrics.deadLettered.inc({ reason });
-        this.logger.warn(`Entry ${entry.id}: ${error}; moved to ${this.consumer.deadLetterStream}`);
+        this.logger.warn(`Entry ${entry.id}: ${error}; moved to ${deadLetterStream}`);
       } else this.metrics.duplicatesSkipped.inc({ layer: 'effect' });
     }
   }

@@ -6,7 +6,7 @@ import {
   HealthIndicatorResult,
   HealthIndicatorService,
 } from '@nestjs/terminus';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { ServerRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
 import { RedisStreamsHealthIndicator } from '@nest-redis-resilience/stream-batch-ack/health';
 import { InjectConfig } from '../config/ticks-config.module';
@@ -26,7 +26,7 @@ export class HealthController {
     private readonly indicators: HealthIndicatorService,
     private readonly streams: RedisStreamsHealthIndicator,
     @Inject(ServerRedisStreams) private readonly server: ServerRedisStreams,
-    @Inject(TICKS_REDIS) private readonly redis: Redis,
+    @Inject(TICKS_REDIS) private readonly redis: Redis | Cluster,
     @InjectConfig('consumer') private readonly consumer: ConsumerSettings,
     @InjectConfig('http') private readonly http: HttpSettings,
   ) {}

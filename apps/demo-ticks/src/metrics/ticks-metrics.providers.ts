@@ -13,7 +13,7 @@ import {
   PrometheusModule,
 } from '@willsoto/nestjs-prometheus';
 import type { Counter, Gauge, Registry } from 'prom-client';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { ServerRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
 import { configToken } from '../config/ticks-config.module';
 import type { ConsumerSettings } from '../config/ticks-env.schema';
@@ -144,7 +144,7 @@ export function ticksMetricProviders(registry: Registry): Provider[] {
       help: 'Pending entries of consumers idle longer than CLAIM_MIN_IDLE_MS (crashed ones), waiting to be claimed (-1: could not be read).',
       registers,
       inject: [TICKS_REDIS, configToken('consumer')],
-      async collect(this: Gauge, redis: Redis, consumer: ConsumerSettings) {
+      async collect(this: Gauge, redis: Redis | Cluster, consumer: ConsumerSettings) {
         try {
           const { backlog } = await measureReclaimBacklog(redis, {
             stream: consumer.stream,
