@@ -198,7 +198,9 @@ async function startLocalCluster({ masters = 3, replicasPerMaster = 0, extraArgs
         'every replica in sync with its master',
         async () => {
           const roles = await Promise.all(
-            servers.map(({ port }) => withNode(port, async (c) => parseInfo(await c.info('replication')))),
+            servers.map(({ port }) =>
+              withNode(port, async (c) => parseInfo(await c.info('replication'))),
+            ),
           );
           const replicas = roles.filter((r) => r.role === 'slave');
           return (

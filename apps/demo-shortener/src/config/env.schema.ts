@@ -164,7 +164,7 @@ const clusterNodes = variable(
   'a comma-separated list of host:port seed nodes of a Redis Cluster, such as 127.0.0.1:7001,127.0.0.1:7002',
   (raw) => {
     const nodes = raw.split(',').map((part) => {
-      const m = /^(?:\[([^\]]+)\]|([^:\s\[\]]+)):(\d{1,5})$/.exec(part.trim());
+      const m = /^(?:\[([^\]]+)\]|([^:\s[\]]+)):(\d{1,5})$/.exec(part.trim());
       const port = Number(m?.[3]);
       return m && port >= 1 && port <= 65535 ? { host: m[1] ?? m[2], port } : undefined;
     });

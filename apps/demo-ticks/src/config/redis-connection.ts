@@ -23,8 +23,7 @@ export function transportConnection(redis: RedisSettings): RedisStreamsConnectio
 
 /** The app's own connection (candles, HTTP reads, health): a Redis, or a Cluster client. */
 export function createTicksRedis(redis: RedisSettings, connectionName: string): TicksRedis {
-  if (!redis.clusterNodes)
-    return new Redis(redis.url, { maxRetriesPerRequest: 2, connectionName });
+  if (!redis.clusterNodes) return new Redis(redis.url, { maxRetriesPerRequest: 2, connectionName });
   return new Cluster(redis.clusterNodes, {
     redisOptions: { ...nodeOptions(redis.url), maxRetriesPerRequest: 2, connectionName },
     clusterRetryStrategy: (times) => Math.min(times * 100, 2000),

@@ -5,11 +5,7 @@ import { entryIdTime } from '../candles/candle';
 import { CandleStore, DoneMark, TickEntry } from '../candles/candle-store';
 import { checkTickTime, parseTick } from '../candles/tick';
 import { InjectConfig } from '../config/ticks-config.module';
-import {
-  ConsumerSettings,
-  deadLetterStreamOf,
-  LimitsSettings,
-} from '../config/ticks-env.schema';
+import { ConsumerSettings, deadLetterStreamOf, LimitsSettings } from '../config/ticks-env.schema';
 import { TicksMetrics } from '../metrics/ticks.metrics';
 
 /**
