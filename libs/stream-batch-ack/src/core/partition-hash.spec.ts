@@ -36,6 +36,8 @@ describe('partitionOf', () => {
     expect(fnv1a32('BTC')).toBe(2492351168);
     expect(fnv1a32('SYM001')).toBe(2503409519);
     expect(fnv1a32('삼성전자')).toBe(278463798);
-    expect([partitionOf('BTC', 4), partitionOf('ETH', 6), partitionOf('SYM001', 6)]).toEqual([0, 4, 5]);
+    expect([partitionOf('BTC', 4), partitionOf('ETH', 6), partitionOf('SYM001', 6)]).toEqual([
+      0, 4, 5,
+    ]);
   });
 });

@@ -97,12 +97,7 @@ export function resolvePartitions(
 }
 
 function checkCount(option: string, count: unknown): asserts count is number {
-  if (
-    typeof count !== 'number' ||
-    !Number.isInteger(count) ||
-    count < 1 ||
-    count > MAX_PARTITIONS
-  )
+  if (typeof count !== 'number' || !Number.isInteger(count) || count < 1 || count > MAX_PARTITIONS)
     throw new StreamBatchAckConfigError(
       option,
       `the partition count must be a whole number from 1 to ${MAX_PARTITIONS}, got ${JSON.stringify(count) ?? String(count)}.`,
@@ -116,7 +111,12 @@ export class PartitionLayout {
   constructor(readonly counts: ReadonlyMap<string, number>) {
     for (const [logical, count] of counts)
       partitionStreams(logical, count).forEach((stream, partition) =>
-        this.byPhysical.set(stream, { logicalStream: logical, partition, partitions: count, stream }),
+        this.byPhysical.set(stream, {
+          logicalStream: logical,
+          partition,
+          partitions: count,
+          stream,
+        }),
       );
   }
 

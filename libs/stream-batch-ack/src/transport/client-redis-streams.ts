@@ -4,7 +4,11 @@ import type { Cluster, Redis } from 'ioredis';
 import { randomUUID } from 'node:crypto';
 import { decodeEntry, encodePayload, Headers } from '../core/entry-codec';
 import { describeError, NotInitializedError, RequestTimeoutError } from '../core/errors';
-import { PartitionLayout, PartitionRouter, resolvePartitions } from '../partitions/partition-layout';
+import {
+  PartitionLayout,
+  PartitionRouter,
+  resolvePartitions,
+} from '../partitions/partition-layout';
 import { checkPartitionCounts } from '../partitions/partition-metadata';
 import { closeClient } from '../redis/connection';
 import { createManagedClient, EventListener } from '../redis/managed-client';
@@ -171,12 +175,7 @@ export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents> {
       partitionKey,
       client,
     );
-    const id = (await client.call(
-      'XADD',
-      stream,
-      '*',
-      ...encodePayload(data, headers),
-    )) as string;
+    const id = (await client.call('XADD', stream, '*', ...encodePayload(data, headers))) as string;
     this.maybeTrim(stream);
     return id as T;
   }
