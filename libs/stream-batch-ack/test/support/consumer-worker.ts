@@ -1,6 +1,7 @@
 /*
  * A consumer process for the kill -9 test. Run with: node --require scripts/register-ts.js consumer-worker.ts
- * Env: REDIS_URL, STREAM, GROUP, CONSUMER, EFFECTS (hash of side effects), IDEM_PREFIX, STUCK_AT (n whose handler never ends).
+ * Env: REDIS_URL, STREAM, GROUP, CONSUMER, EFFECTS (hash of side effects), IDEM_PREFIX, STUCK_AT (n whose handler never ends),
+ * PARTITIONS (optional: STREAM is a logical stream with this many partitions).
  */
 import { Controller } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -22,6 +23,9 @@ const env = (name: string): string => {
 const REDIS_URL = env('REDIS_URL');
 const STREAM = env('STREAM');
 const stuckAt = Number(process.env.STUCK_AT ?? -1);
+const partitions = process.env.PARTITIONS
+  ? { [STREAM]: Number(process.env.PARTITIONS) }
+  : undefined;
 const effects = new Redis(REDIS_URL);
 
 @Controller()
@@ -30,7 +34,7 @@ class WorkerController {
   @Idempotent({ ttlMs: 60_000, lockMs: 500 })
   async handle(@Payload() data: { n: number }, @Ctx() ctx: RedisStreamsContext) {
     if (data.n === stuckAt) {
-      process.send?.({ stuck: data.n, id: ctx.id });
+      process.send?.({ stuck: data.n, id: ctx.id, stream: ctx.stream });
       await new Promise(() => undefined); // never ends: the test kills us here
     }
     await effects.hincrby(env('EFFECTS'), String(data.n), 1);
@@ -56,6 +60,7 @@ async function main(): Promise<void> {
       ack: { batchSize: 10_000, intervalMs: 60_000 }, // nothing is acked before the kill
       claim: { minIdleMs: 60_000, intervalMs: 60_000 },
       idempotency: { store: 'redis', keyPrefix: env('IDEM_PREFIX') },
+      partitions,
     }),
   });
   await app.listen();
