@@ -5,6 +5,7 @@ import { ServerRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
 import { CandleStore } from './candles/candle-store';
 import { CollectorService } from './collector/collector.service';
 import { transportConnection } from './config/redis-connection';
+import { partitionsOption } from './config/tick-streams';
 import { deadLetterStreamOf, LogLevelName, TicksSettings } from './config/ticks-env.schema';
 import { TicksMetrics } from './metrics/ticks.metrics';
 import { TicksAppModule } from './ticks-app.module';
@@ -34,6 +35,8 @@ export function createTicksServer(config: TicksSettings): ServerRedisStreams {
   const { consumer } = config;
   return new ServerRedisStreams({
     connection: transportConnection(config.redis),
+    // TICKS_PARTITIONS: one group over the partitions, read by every consumer (a reader per slot).
+    partitions: partitionsOption(consumer),
     group: consumer.group,
     consumer: consumer.consumer,
     read: consumer.read,

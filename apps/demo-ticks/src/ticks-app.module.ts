@@ -7,6 +7,7 @@ import { CandleStore } from './candles/candle-store';
 import { CollectorModule } from './collector/collector.module';
 import { configToken, ticksConfigModule } from './config/ticks-config.module';
 import { createTicksRedis, TicksRedis } from './config/redis-connection';
+import { tickPlacement } from './config/tick-streams';
 import {
   CandlesSettings,
   ConsumerSettings,
@@ -76,6 +77,7 @@ export class TicksAppModule {
               group: consumer.group,
               keep: candles.keep,
               maxBatch: candles.applyBatchMax,
+              placement: tickPlacement(consumer),
             }),
         },
         ...ticksMetricProviders(metricsRegistry),

@@ -119,6 +119,7 @@ export const ticksEnvSchema = z.object({
   HOST: text('0.0.0.0'),
   PORT: wholeNumber(3001, 0, 65535),
   TICKS_STREAM: text('ticks'),
+  TICKS_PARTITIONS: wholeNumber(0, 0, 1024),
   TICKS_GROUP: text('candles'),
   TICKS_CONSUMER: optionalText(),
   TICKS_DEAD_LETTER_STREAM: optionalText(),
@@ -169,13 +170,27 @@ export type TicksEnv = z.output<typeof ticksEnvSchema>;
  * have none (theirs would win).
  */
 function clusterProblems(env: TicksEnv): { variable: string; problem: string }[] {
-  if (!env.REDIS_CLUSTER_NODES) return [];
   const problems: { variable: string; problem: string }[] = [];
+  if (env.TICKS_PARTITIONS > 0) {
+    if (/[{}]/.test(env.TICKS_STREAM))
+      problems.push({
+        variable: 'TICKS_STREAM',
+        problem:
+          'must not contain "{" or "}" with TICKS_PARTITIONS: each partition gets a hash tag of its own (<stream>:{<tag>})',
+      });
+    if (env.TICKS_DEAD_LETTER_STREAM !== undefined && env.REDIS_CLUSTER_NODES)
+      problems.push({
+        variable: 'TICKS_DEAD_LETTER_STREAM',
+        problem:
+          'must be unset with TICKS_PARTITIONS on a Redis Cluster: each partition has its own, <partition>:dlq, in its slot',
+      });
+  }
+  if (!env.REDIS_CLUSTER_NODES) return problems;
   const tag = hashTag(env.TICKS_STREAM);
-  if (!tag)
+  if (!tag && env.TICKS_PARTITIONS === 0)
     problems.push({
       variable: 'TICKS_STREAM',
-      problem: `must contain a hash tag on a Redis Cluster (REDIS_CLUSTER_NODES), such as {${env.TICKS_STREAM}}, so that its idempotency records and candles share its slot`,
+      problem: `must contain a hash tag on a Redis Cluster (REDIS_CLUSTER_NODES) unless TICKS_PARTITIONS is set, such as {${env.TICKS_STREAM}}, so that its idempotency records and candles share its slot`,
     });
   for (const name of ['TICKS_KEY_PREFIX', 'TICKS_GROUP'] as const)
     if (/[{}]/.test(env[name]))
@@ -201,6 +216,8 @@ export function toSettings(env: TicksEnv) {
     /** The stream, its consumer group, and the transport's options. */
     consumer: {
       stream,
+      /** TICKS_PARTITIONS: the stream is split into this many partitions by symbol (0: not split). */
+      partitions: env.TICKS_PARTITIONS,
       group: env.TICKS_GROUP,
       consumer: env.TICKS_CONSUMER ?? `${hostname()}-${process.pid}`,
       deadLetterStream: env.TICKS_DEAD_LETTER_STREAM ?? `${stream}:dlq`,
@@ -251,6 +268,7 @@ export function toSettings(env: TicksEnv) {
       /** Run the collector in the consumer's process (main.ts). */
       inProcess: env.COLLECTOR,
       stream,
+      partitions: env.TICKS_PARTITIONS,
       symbols: env.COLLECTOR_SYMBOLS,
       /** Ticks per second per symbol. */
       ratePerSymbol: env.COLLECTOR_RATE,

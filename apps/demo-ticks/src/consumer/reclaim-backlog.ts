@@ -39,16 +39,28 @@ export function reclaimBacklog(consumers: ConsumerInfo[], minIdleMs: number): Re
   };
 }
 
-/** Measures the reclaim backlog of one stream and group (one `XINFO CONSUMERS`). */
+/**
+ * Measures the reclaim backlog of a group (one `XINFO CONSUMERS` per stream: the partitions of a
+ * partitioned stream are summed, per consumer).
+ */
 export async function measureReclaimBacklog(
   redis: Redis | Cluster,
-  options: { stream: string; group: string; minIdleMs: number },
+  options: { stream: string | readonly string[]; group: string; minIdleMs: number },
 ): Promise<ReclaimBacklog> {
-  const reply = (await redis.call(
-    'XINFO',
-    'CONSUMERS',
-    options.stream,
-    options.group,
-  )) as unknown[][];
-  return reclaimBacklog(parseConsumers(reply), options.minIdleMs);
+  const streams = typeof options.stream === 'string' ? [options.stream] : options.stream;
+  const replies = await Promise.all(
+    streams.map(
+      (stream) => redis.call('XINFO', 'CONSUMERS', stream, options.group) as Promise<unknown[][]>,
+    ),
+  );
+  const byName = new Map<string, ConsumerInfo>();
+  for (const c of replies.flatMap(parseConsumers)) {
+    const seen = byName.get(c.name);
+    if (!seen) byName.set(c.name, { ...c });
+    else {
+      seen.pending += c.pending;
+      seen.idleMs = Math.min(seen.idleMs, c.idleMs);
+    }
+  }
+  return reclaimBacklog([...byName.values()], options.minIdleMs);
 }

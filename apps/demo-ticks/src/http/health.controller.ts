@@ -12,6 +12,7 @@ import { RedisStreamsHealthIndicator } from '@nest-redis-resilience/stream-batch
 import { InjectConfig } from '../config/ticks-config.module';
 import { ConsumerSettings, HttpSettings } from '../config/ticks-env.schema';
 import { measureReclaimBacklog, ReclaimBacklog } from '../consumer/reclaim-backlog';
+import { tickPlacement } from '../config/tick-streams';
 import { TICKS_REDIS } from '../ticks.constants';
 
 /**
@@ -36,7 +37,7 @@ export class HealthController {
   check(): Promise<HealthCheckResult> {
     const backlog = this.withTimeout(
       measureReclaimBacklog(this.redis, {
-        stream: this.consumer.stream,
+        stream: tickPlacement(this.consumer).streams,
         group: this.consumer.group,
         minIdleMs: this.consumer.claim.minIdleMs,
       }),

@@ -18,6 +18,7 @@ import { ServerRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
 import { configToken } from '../config/ticks-config.module';
 import type { ConsumerSettings } from '../config/ticks-env.schema';
 import { measureReclaimBacklog } from '../consumer/reclaim-backlog';
+import { tickPlacement } from '../config/tick-streams';
 import { TICKS_REDIS } from '../ticks.constants';
 
 export const TICKS_METRICS_REGISTRY = Symbol('TICKS_METRICS_REGISTRY');
@@ -147,7 +148,7 @@ export function ticksMetricProviders(registry: Registry): Provider[] {
       async collect(this: Gauge, redis: Redis | Cluster, consumer: ConsumerSettings) {
         try {
           const { backlog } = await measureReclaimBacklog(redis, {
-            stream: consumer.stream,
+            stream: tickPlacement(consumer).streams,
             group: consumer.group,
             minIdleMs: consumer.claim.minIdleMs,
           });
