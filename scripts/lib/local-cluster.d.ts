@@ -17,7 +17,8 @@ export interface LocalCluster {
   /** CLUSTER FAILOVER on a replica; resolves once it is master and the cluster is ok. */
   failover(replicaPort: number): Promise<void>;
   info(port: number, section: string): Promise<Record<string, string>>;
-  stop(): Promise<void>;
+  /** SIGTERM, then SIGKILL after `graceMs` (default 2000); removes the directory. */
+  stop(graceMs?: number): Promise<void>;
 }
 
 export interface LocalSingle {
@@ -26,7 +27,8 @@ export interface LocalSingle {
   port: number;
   url: string;
   info(section: string): Promise<Record<string, string>>;
-  stop(): Promise<void>;
+  /** SIGTERM, then SIGKILL after `graceMs` (default 2000); removes the directory. */
+  stop(graceMs?: number): Promise<void>;
 }
 
 export function startLocalCluster(options?: {

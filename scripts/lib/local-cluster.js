@@ -4,8 +4,8 @@
  * replicas per master, made with `redis-server` and `redis-cli --cluster create`.
  *
  * - Free ports, one temporary directory (node configs, logs), no persistence.
- * - `stop()` kills every server (SIGTERM, then SIGKILL after 2 s) and removes the directory; it
- *   resolves within about 3 s. The servers are also killed when this process exits for any reason
+ * - `stop(graceMs = 2000)` kills every server (SIGTERM, then SIGKILL after `graceMs`) and removes
+ *   the directory. The servers are also killed when this process exits for any reason
  *   (a process 'exit' hook), so none is left behind by a crash of the caller.
  * - `startSingle()` starts one plain (non-cluster) server the same way, for comparisons.
  *
@@ -178,7 +178,7 @@ async function startLocalCluster({ masters = 3, replicasPerMaster = 0, extraArgs
   const total = masters * (1 + replicasPerMaster);
   let servers = [];
   let stopped;
-  const stop = () => (stopped ??= stopServers(servers, dir));
+  const stop = (graceMs) => (stopped ??= stopServers(servers, dir, graceMs));
   try {
     servers = await spawnServers(bin, dir, total, true, extraArgs);
     const addresses = servers.map(({ port }) => `${HOST}:${port}`);
@@ -276,7 +276,7 @@ async function startSingle({ extraArgs = [] } = {}) {
   const dir = mkdtempSync(path.join(tmpdir(), 'nest-redis-resilience-redis-'));
   let servers = [];
   let stopped;
-  const stop = () => (stopped ??= stopServers(servers, dir));
+  const stop = (graceMs) => (stopped ??= stopServers(servers, dir, graceMs));
   try {
     servers = await spawnServers(bin, dir, 1, false, extraArgs);
   } catch (err) {
