@@ -1,0 +1,94 @@
+/*
+ * Commands per Redis node, from `INFO commandstats` before and after a run (per node: on a
+ * Cluster each master counts only what it served). The benchmark's own commands (INFO, and the
+ * clients' CLUSTER SLOTS / CLUSTER SHARDS topology refreshes, CLIENT, PING, COMMAND) are left out.
+ */
+import { Redis } from 'ioredis';
+import { parseInfo } from '../shared/env-info';
+
+/** Calls and microseconds per command name. */
+export type CommandStats = Record<string, { calls: number; usec: number }>;
+
+const NOT_THE_APPS = /^(info|cluster\|.*|client\|.*|ping|command|command\|.*|hello|config\|.*)$/;
+
+export async function commandStats(port: number): Promise<CommandStats> {
+  const redis = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1, lazyConnect: true });
+  redis.on('error', () => undefined);
+  try {
+    await redis.connect();
+    const out: CommandStats = {};
+    for (const [key, value] of Object.entries(parseInfo(await redis.info('commandstats')))) {
+      const m = /^cmdstat_(.+)$/.exec(key);
+      const calls = /calls=(\d+)/.exec(value);
+      const usec = /usec=(\d+)/.exec(value);
+      if (m && calls) out[m[1]] = { calls: Number(calls[1]), usec: Number(usec?.[1] ?? 0) };
+    }
+    return out;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+export interface NodeLoad {
+  port: number;
+  calls: number;
+  usec: number;
+  /** The busiest commands, `name calls`. */
+  top: string;
+}
+
+/** The apps' commands a node served between two snapshots. */
+export function nodeLoad(port: number, before: CommandStats, after: CommandStats): NodeLoad {
+  let calls = 0;
+  let usec = 0;
+  const byName: [string, number][] = [];
+  for (const [name, stat] of Object.entries(after)) {
+    if (NOT_THE_APPS.test(name)) continue;
+    const d = stat.calls - (before[name]?.calls ?? 0);
+    if (d <= 0) continue;
+    calls += d;
+    usec += stat.usec - (before[name]?.usec ?? 0);
+    byName.push([name, d]);
+  }
+  byName.sort((a, b) => b[1] - a[1]);
+  const top = byName
+    .slice(0, 3)
+    .map(([n, c]) => `${n} ${c}`)
+    .join(', ');
+  return { port, calls, usec, top };
+}
+
+export async function snapshot(ports: number[]): Promise<Map<number, CommandStats>> {
+  const entries = await Promise.all(ports.map(async (p) => [p, await commandStats(p)] as const));
+  return new Map(entries);
+}
+
+/** Per node load between two snapshots, and how it is spread. */
+export function spread(
+  before: Map<number, CommandStats>,
+  after: Map<number, CommandStats>,
+): {
+  nodes: NodeLoad[];
+  totalCalls: number;
+  /** The busiest node's share of all calls, %. */
+  busiestShare: number;
+  /** (busiest - idlest) / total calls, %. */
+  spreadPct: number;
+  /** The busiest node's share of the time Redis spent in commands, %. */
+  busiestUsecShare: number;
+} {
+  const nodes = [...after.keys()].map((port) =>
+    nodeLoad(port, before.get(port)!, after.get(port)!),
+  );
+  const totalCalls = nodes.reduce((s, n) => s + n.calls, 0);
+  const totalUsec = nodes.reduce((s, n) => s + n.usec, 0);
+  const calls = nodes.map((n) => n.calls);
+  const pct = (x: number, of: number) => (of > 0 ? (100 * x) / of : 0);
+  return {
+    nodes,
+    totalCalls,
+    busiestShare: pct(Math.max(...calls), totalCalls),
+    spreadPct: pct(Math.max(...calls) - Math.min(...calls), totalCalls),
+    busiestUsecShare: pct(Math.max(...nodes.map((n) => n.usec)), totalUsec),
+  };
+}
