@@ -298,6 +298,10 @@ async function main(): Promise<void> {
   const columns: Column<Row>[] = [
     { header: 'topology', value: (r) => (r.topology === 'single' ? '1 node' : '3 masters') },
     { header: 'scenario', value: (r) => r.scenario },
+    {
+      header: 'offered/s',
+      value: (r) => (r.offered === undefined ? undefined : Math.round(r.offered)),
+    },
     { header: 'throughput/s', value: (r) => Math.round(r.throughput) },
     { header: 'commands/s per master', value: perSecond },
     { header: 'busiest %', value: (r) => r.busiestShare, digits: 1 },
@@ -312,7 +316,7 @@ async function main(): Promise<void> {
     '',
     renderTable(columns, rows),
     '',
-    'throughput: ticks handled/s (collector start to the last tick handled) or redirects/s (3 instances)',
+    'offered: ticks/s the collector published; throughput: ticks handled/s (collector start to the last tick handled) or redirects/s (3 instances)',
     'commands/s per master: INFO commandstats deltas per node (scripts count their inner commands too)',
     "busiest %: the busiest master's share of all commands; spread %: (busiest - idlest) / total",
     '',
