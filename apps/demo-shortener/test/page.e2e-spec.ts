@@ -1,4 +1,5 @@
 import { createServer, Server } from 'node:http';
+import { createServer as createNetServer, Server as NetServer, Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Redis } from 'ioredis';
@@ -16,7 +17,7 @@ import {
   tempSqlite,
   waitFor,
 } from './support/env';
-import { concurrentGets } from './support/http';
+import { concurrentGets, listen } from './support/http';
 
 /** Generous: the tests share a small, busy machine. Nothing here asserts timing. */
 const WAIT_MS = 20_000;
@@ -269,5 +270,65 @@ describe('shortener page in Chromium', () => {
     expect(await page.locator('#recent b').count()).toBe(0);
     expect(await page.evaluate('typeof window.__pwned')).toBe('undefined');
     expect(consoleErrors).toEqual([]);
+  });
+});
+
+describe('shortener page in Chromium, Redis down', () => {
+  const id = runId('page_noredis');
+  const sqlite = tempSqlite(id);
+  let app: NestFastifyApplication;
+  let base: string;
+  let browser: TestBrowser;
+  let deadRedis: NetServer;
+  const deadSockets = new Set<Socket>();
+
+  beforeAll(async () => {
+    // A "Redis" that accepts connections and never answers: the app starts without its cache.
+    // (Rather than a closed port: ioredis 6 then holds the process ~2 s after disconnect(),
+    // its disconnectTimeout waiting for a socket that is already gone.)
+    deadRedis = createNetServer((socket) => {
+      deadSockets.add(socket);
+      socket.on('close', () => deadSockets.delete(socket));
+    });
+    await new Promise<void>((resolve) => deadRedis.listen(0, '127.0.0.1', resolve));
+    app = await startApp({
+      DATABASE_URL: sqlite.url,
+      DATABASE_TABLE: `page_${id}`,
+      REDIS_URL: `redis://127.0.0.1:${(deadRedis.address() as AddressInfo).port}`,
+      REDIS_KEY_PREFIX: `test:shortener:${id}:`,
+      REDIS_CONNECT_TIMEOUT: '300ms',
+    });
+    base = await listen(app);
+    browser = await launchBrowser();
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await closeAndDrop(app);
+    for (const socket of deadSockets) socket.destroy();
+    await new Promise((resolve) => deadRedis?.close(resolve));
+    sqlite.remove();
+  });
+
+  it('still loads, says Redis is down, and lists links without counts', async () => {
+    const created = await fetch(`${base}/urls`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ url: 'https://example.com/without-redis' }),
+    });
+    expect(created.status).toBe(201);
+    const { code } = (await created.json()) as { code: string };
+    const redirect = await fetch(`${base}/${code}`, { redirect: 'manual' });
+    expect(redirect.status).toBe(302);
+
+    const page = await browser.context.newPage();
+    expect((await page.goto(`${base}/`))?.status()).toBe(200);
+    await page.locator('#cache-state', { hasText: 'Redis is down' }).waitFor(WAIT);
+    await page.locator('#recent-note', { hasText: 'redirect counts are paused' }).waitFor(WAIT);
+    const cells = page.locator('#recent tr').first().locator('td');
+    expect(await cells.nth(1).textContent()).toBe('https://example.com/without-redis');
+    expect(await cells.nth(2).textContent()).toBe('–');
+    await waitForPanel(page, 'redirects', 1);
+    await page.close();
   });
 });
