@@ -119,7 +119,7 @@
 
   let copiedTimer;
   copyButton.addEventListener('click', async () => {
-    const ok = await copyText(shortLink.href);
+    const ok = await copyText(shortLink.textContent);
     clearTimeout(copiedTimer);
     if (ok) {
       copied.textContent = 'Copied';
