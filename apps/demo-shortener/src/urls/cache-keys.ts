@@ -15,3 +15,6 @@ export const urlCacheKey = (code: string) => `url:${code}`;
 
 /** The cached "no such code" of a code. */
 export const missCacheKey = (code: string) => `miss:${code}`;
+
+/** The hash of redirect counts (field: code) under the app's key prefix for this database. */
+export const redirectCountsKey = (prefix: string) => `${prefix}{redirects}`;
