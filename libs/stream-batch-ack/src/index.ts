@@ -47,6 +47,18 @@ export {
   type IdempotencyState,
   type IdempotencyStoreOptions,
 } from './idempotency/idempotency.store';
+export { fnv1a32, partitionOf } from './core/partition-hash';
+export {
+  MAX_PARTITIONS,
+  partitionCountKey,
+  partitionStream,
+  partitionStreams,
+  partitionTags,
+  type PartitionsOption,
+  type StreamPartition,
+} from './partitions/partition-layout';
+export { PartitionCountMismatchError } from './partitions/partition-metadata';
+export type { PartitionGroupStats, StreamGroupStats } from './partitions/partition-stats';
 export { defaultDeadLetterStream } from './redis/keys';
 export { ClientRedisStreams } from './transport/client-redis-streams';
 export {
@@ -67,7 +79,10 @@ export {
   type RedisStreamsConnection,
   type RedisStreamsServerOptions,
 } from './transport/redis-streams.options';
-export { RedisStreamsRecord } from './transport/redis-streams.record';
+export {
+  RedisStreamsRecord,
+  type RedisStreamsRecordOptions,
+} from './transport/redis-streams.record';
 export type { RedisStreamsServerMetrics } from './transport/server-metrics';
 export { REDIS_STREAMS_TRANSPORT, ServerRedisStreams } from './transport/server-redis-streams';
 export { Idempotent } from './nest/idempotent.decorator';

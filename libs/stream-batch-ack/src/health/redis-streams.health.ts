@@ -2,16 +2,24 @@ import { Injectable } from '@nestjs/common';
 import { HealthIndicatorResult, HealthIndicatorService } from '@nestjs/terminus';
 import { Redis } from 'ioredis';
 import { describeError } from '../core/errors';
+import { partitionStreams } from '../partitions/partition-layout';
+import { readGroupStats } from '../partitions/partition-stats';
 import { ServerRedisStreams } from '../transport/server-redis-streams';
 
 export interface RedisStreamsHealthOptions {
   /** A connected ioredis client, or the server (its command connection is used). */
   client: Redis | ServerRedisStreams;
+  /** The stream, or the logical stream of a partitioned one (checked on every partition). */
   stream: string;
   group: string;
-  /** Down when the group's lag (entries not yet delivered) is above this. Default: no limit. */
+  /**
+   * The partition count of a partitioned `stream`, when `client` is an ioredis client. With the
+   * server as `client`, its own `partitions` option is used.
+   */
+  partitions?: number;
+  /** Down when the group's lag (entries not yet delivered; summed over partitions) is above this. Default: no limit. */
   maxLag?: number;
-  /** Down when the group's pending count (delivered, not acknowledged) is above this. Default: no limit. */
+  /** Down when the group's pending count (delivered, not acknowledged; summed over partitions) is above this. Default: no limit. */
   maxPending?: number;
   /** Down when Redis does not answer within this many ms. Default 1000. */
   timeoutMs?: number;
@@ -42,33 +50,55 @@ export class RedisStreamsHealthIndicator {
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
       const timeoutMs = options.timeoutMs ?? 1000;
-      const groups = (await Promise.race([
-        client.call('XINFO', 'GROUPS', stream),
-        new Promise(
+      const server = options.client instanceof ServerRedisStreams ? options.client : undefined;
+      const streams = server
+        ? server.partitionStreams(stream)
+        : options.partitions === undefined
+          ? [stream]
+          : partitionStreams(stream, options.partitions);
+      const stats = await Promise.race([
+        readGroupStats(client, stream, streams, group),
+        new Promise<never>(
           (_, reject) =>
             (timer = setTimeout(
               () => reject(new Error(`Redis did not answer within ${timeoutMs} ms`)),
               timeoutMs,
             )),
         ),
-      ])) as unknown[][];
-      const info = groups.map(toRecord).find((g) => g.name === group);
-      if (!info)
+      ]);
+      const missing = stats.partitions.find((p) => !p.exists);
+      if (missing)
         return indicator.down({
           stream,
           group,
-          message: `Consumer group "${group}" does not exist on stream "${stream}"`,
+          message: `Consumer group "${group}" does not exist on stream "${missing.stream}"`,
         });
-      const pending = Number(info.pending ?? 0);
-      const lag = info.lag === null || info.lag === undefined ? null : Number(info.lag);
-      const details = {
-        stream,
-        group,
-        consumers: Number(info.consumers ?? 0),
-        pending,
-        lag,
-        lastDeliveredId: String(info['last-delivered-id'] ?? ''),
-      };
+      const { pending, lag } = stats;
+      const details: Record<string, unknown> =
+        streams.length === 1 && streams[0] === stream
+          ? {
+              stream,
+              group,
+              consumers: stats.consumers,
+              pending,
+              lag,
+              lastDeliveredId: stats.partitions[0].lastDeliveredId,
+            }
+          : {
+              stream,
+              group,
+              consumers: stats.consumers,
+              pending,
+              lag,
+              partitions: stats.partitions.map((p) => ({
+                partition: p.partition,
+                stream: p.stream,
+                consumers: p.consumers,
+                pending: p.pending,
+                lag: p.lag,
+                lastDeliveredId: p.lastDeliveredId,
+              })),
+            };
       const problems: string[] = [];
       if (options.maxPending !== undefined && pending > options.maxPending)
         problems.push(`pending ${pending} > ${options.maxPending}`);
@@ -82,10 +112,4 @@ export class RedisStreamsHealthIndicator {
       clearTimeout(timer);
     }
   }
-}
-
-function toRecord(flat: unknown[]): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (let i = 0; i + 1 < flat.length; i += 2) out[String(flat[i])] = flat[i + 1];
-  return out;
 }

@@ -20,8 +20,20 @@ export interface TransportIdempotencyOptions {
 
 /** What a handler's `@Idempotent()` sets. */
 export interface IdempotentOptions {
-  /** The idempotency key of a message. Default: the stream and the entry id. */
-  key?: (data: any, ctx: { stream: string; id: string; headers: Record<string, string> }) => string;
+  /**
+   * The idempotency key of a message. Default: the (physical) stream and the entry id. A key of
+   * your own is shared by all partitions of a partitioned stream (`ctx.logicalStream`, `ctx.partition`).
+   */
+  key?: (
+    data: any,
+    ctx: {
+      stream: string;
+      id: string;
+      headers: Record<string, string>;
+      logicalStream?: string;
+      partition?: number;
+    },
+  ) => string;
   /** How long a processed key is remembered, in ms. Default: the server's `idempotency.ttlMs`. */
   ttlMs?: number;
   /** How long a key stays in progress if its consumer dies (L2), in ms. Default: the server's `idempotency.lockMs`. */

@@ -4,6 +4,12 @@ import type { Cluster, Redis } from 'ioredis';
 import { randomUUID } from 'node:crypto';
 import { decodeEntry, encodePayload, Headers } from '../core/entry-codec';
 import { describeError, NotInitializedError, RequestTimeoutError } from '../core/errors';
+import {
+  PartitionLayout,
+  PartitionRouter,
+  resolvePartitions,
+} from '../partitions/partition-layout';
+import { checkPartitionCounts } from '../partitions/partition-metadata';
 import { closeClient } from '../redis/connection';
 import { createManagedClient, EventListener } from '../redis/managed-client';
 import { defineStreamScripts, StreamScripts } from '../redis/scripts';
@@ -39,10 +45,14 @@ export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents> {
   private pendingEventListeners: EventListener[] = [];
   private readonly emitsSinceTrim = new Map<string, number>();
   private readonly trims = new Set<Promise<unknown>>();
+  private readonly router: PartitionRouter;
+  /** Streams without partitions that were checked not to be partitioned by someone else. */
+  private readonly unpartitionedChecked = new Set<string>();
 
   constructor(protected readonly options: RedisStreamsClientOptions) {
     super();
     checkClientOptions(options);
+    this.router = new PartitionRouter(new PartitionLayout(resolvePartitions(options.partitions)));
     this.initializeSerializer(options);
     this.initializeDeserializer(options);
   }
@@ -65,7 +75,12 @@ export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents> {
     );
     this.pendingEventListeners = [];
     this.client = client;
-    this.connectionPromise = client.connect().catch((err) => {
+    const counts = this.router.layout.counts;
+    this.connectionPromise = (async () => {
+      await client.connect();
+      // Partition counts: recorded by the first producer or consumer, a mismatch is refused.
+      if (counts.size > 0) await checkPartitionCounts(client, counts.keys(), counts, 'client');
+    })().catch((err) => {
       this.client = null;
       this.connectionPromise = null;
       client.disconnect();
@@ -117,19 +132,50 @@ export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents> {
   async trim(stream: string, maxLen = this.options.maxLen): Promise<number> {
     if (maxLen === undefined) return 0;
     await this.connect();
-    const [deleted] = await this.unwrap<Client>().sbaSafeTrim(stream, String(maxLen));
-    return Number(deleted);
+    const client = this.unwrap<Client>();
+    const count = this.router.layout.count(stream);
+    if (count === undefined) {
+      const [deleted] = await client.sbaSafeTrim(stream, String(maxLen));
+      return Number(deleted);
+    }
+    // A partitioned stream: each partition keeps about maxLen / partitions entries.
+    const each = String(Math.ceil(maxLen / count));
+    const results = await Promise.all(
+      this.router.layout.streams(stream).map((partition) => client.sbaSafeTrim(partition, each)),
+    );
+    return results.reduce((sum, [deleted]) => sum + Number(deleted), 0);
+  }
+
+  /**
+   * The stream a message to `stream` is appended to: for a partitioned stream, the partition of
+   * its key (the record's `partitionKey`, else the `partitionKey` option; none: round robin).
+   * A stream without partitions is checked once not to be partitioned by other clients or servers.
+   */
+  private async target(
+    stream: string,
+    data: unknown,
+    key: string | undefined,
+    client: Client,
+  ): Promise<string> {
+    if (this.router.layout.count(stream) !== undefined)
+      return this.router.route(stream, key ?? this.options.partitionKey?.(stream, data));
+    if (!this.unpartitionedChecked.has(stream)) {
+      await checkPartitionCounts(client, [stream], this.router.layout.counts, 'client');
+      this.unpartitionedChecked.add(stream);
+    }
+    return stream;
   }
 
   protected async dispatchEvent<T = any>(packet: ReadPacket): Promise<T> {
-    const stream = this.normalizePattern(packet.pattern);
-    const { data, headers } = this.serialize(packet);
-    const id = (await this.unwrap<Client>().call(
-      'XADD',
-      stream,
-      '*',
-      ...encodePayload(data, headers),
-    )) as string;
+    const { data, headers, partitionKey } = this.serialize(packet);
+    const client = this.unwrap<Client>();
+    const stream = await this.target(
+      this.normalizePattern(packet.pattern),
+      data,
+      partitionKey,
+      client,
+    );
+    const id = (await client.call('XADD', stream, '*', ...encodePayload(data, headers))) as string;
     this.maybeTrim(stream);
     return id as T;
   }
@@ -154,13 +200,18 @@ export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents> {
       callback({ err: new RequestTimeoutError(stream, id, timeoutMs), isDisposed: true });
     }, timeoutMs);
     this.requests.set(id, { callback, timer });
-    const { data, headers } = this.serialize(packet);
-    client
-      .call('XADD', stream, '*', ...encodePayload(data, headers, { id, replyTo: this.replyStream }))
-      .then(
-        () => this.maybeTrim(stream),
-        (err: unknown) => this.settle(id, { err, isDisposed: true }),
-      );
+    const { data, headers, partitionKey } = this.serialize(packet);
+    this.target(stream, data, partitionKey, client)
+      .then(async (physical) => {
+        await client.call(
+          'XADD',
+          physical,
+          '*',
+          ...encodePayload(data, headers, { id, replyTo: this.replyStream }),
+        );
+        this.maybeTrim(physical);
+      })
+      .catch((err: unknown) => this.settle(id, { err, isDisposed: true }));
     return () => {
       const request = this.requests.get(id);
       if (request) clearTimeout(request.timer);
@@ -168,11 +219,15 @@ export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents> {
     };
   }
 
-  private serialize(packet: ReadPacket): { data: unknown; headers?: Headers } {
+  private serialize(packet: ReadPacket): {
+    data: unknown;
+    headers?: Headers;
+    partitionKey?: string;
+  } {
     const serialized = this.serializer.serialize(packet) as ReadPacket;
     const data: unknown = serialized.data;
     return data instanceof RedisStreamsRecord
-      ? { data: data.data, headers: data.headers }
+      ? { data: data.data, headers: data.headers, partitionKey: data.options?.partitionKey }
       : { data };
   }
 
@@ -244,8 +299,11 @@ export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents> {
   }
 
   private maybeTrim(stream: string): void {
-    const { maxLen } = this.options;
+    let { maxLen } = this.options;
     if (maxLen === undefined) return;
+    // A partition (the stream a partitioned stream's message went to) keeps maxLen / partitions.
+    const partitions = this.router.layout.locate(stream)?.partitions;
+    if (partitions !== undefined) maxLen = Math.ceil(maxLen / partitions);
     const every = Math.max(1, this.options.trimEvery ?? Math.floor(maxLen / 10));
     const count = (this.emitsSinceTrim.get(stream) ?? 0) + 1;
     if (count < every) {

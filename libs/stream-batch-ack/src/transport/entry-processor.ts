@@ -4,6 +4,7 @@ import { DecodedEntry, decodeEntry, RequestInfo } from '../core/entry-codec';
 import { describeError, MalformedEntryError, MaxDeliveriesExceededError } from '../core/errors';
 import { LruCache } from '../core/lru-cache';
 import type { IdempotencyStore } from '../idempotency/idempotency.store';
+import type { StreamPartition } from '../partitions/partition-layout';
 import type { DeadLetterReason, DeadLetterWriter } from './dead-letter-writer';
 import type { FlowGate } from './flow-gate';
 import type { DeliveredEntry, PendingReclaimer } from './pending-reclaimer';
@@ -17,7 +18,12 @@ import type { RedisStreamsServerMetrics } from './server-metrics';
 
 /** A handler as resolved at start-up from its decorators. */
 export interface Route {
+  /** The physical stream read (a partition's stream for a partitioned one). */
   stream: string;
+  /** The handler's pattern, when it differs from `stream` (the logical stream of a partition). */
+  pattern?: string;
+  /** Set for the partitions of a partitioned stream. */
+  partition?: StreamPartition;
   /** `@EventPattern(stream, { batch: true })`: the handler takes the whole read batch. */
   batch: boolean;
   /** `@MessagePattern(stream)`: the handler's result is the reply of a request. */
@@ -25,7 +31,13 @@ export interface Route {
   idempotent?: {
     key?: (
       data: any,
-      ctx: { stream: string; id: string; headers: Record<string, string> },
+      ctx: {
+        stream: string;
+        id: string;
+        headers: Record<string, string>;
+        logicalStream?: string;
+        partition?: number;
+      },
     ) => string;
     ttlMs: number;
     lockMs: number;
@@ -295,7 +307,13 @@ export class EntryProcessor {
       }
       const job: Job = { entry, decoded, payload };
       if (route.idempotent) {
-        const ctx = { stream: route.stream, id: entry.id, headers: decoded.headers };
+        const ctx = {
+          stream: route.stream,
+          id: entry.id,
+          headers: decoded.headers,
+          logicalStream: route.pattern ?? route.stream,
+          partition: route.partition?.partition,
+        };
         try {
           job.key = `${this.deps.group}:${route.idempotent.key ? route.idempotent.key(payload, ctx) : `${route.stream}:${entry.id}`}`;
         } catch (err) {
@@ -335,7 +353,14 @@ export class EntryProcessor {
       fields: job.decoded.fields,
       idempotencyRecord: recordOf?.(job),
     }));
-    const ctx = new RedisStreamsBatchContext([route.stream, group, consumer, entries, handle]);
+    const ctx = new RedisStreamsBatchContext([
+      route.stream,
+      group,
+      consumer,
+      entries,
+      handle,
+      route.partition,
+    ]);
     this.deps.metrics.batches++;
     try {
       await this.deps.invoke(
@@ -367,6 +392,7 @@ export class EntryProcessor {
       decoded.fields,
       decoded.headers,
       handle,
+      route.partition,
     ]);
     let response: unknown;
     try {

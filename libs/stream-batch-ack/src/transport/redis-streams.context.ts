@@ -1,5 +1,6 @@
 import { BaseRpcContext } from '@nestjs/microservices';
 import type { Headers } from '../core/entry-codec';
+import type { StreamPartition } from '../partitions/partition-layout';
 
 /** The L2 idempotency record of an entry and the in-progress token, for an atomic effect (IDEMPOTENT_EFFECT_LUA). */
 export interface IdempotencyHandle {
@@ -11,7 +12,7 @@ export interface IdempotencyHandle {
   ttlMs: number;
 }
 
-/** [stream, id, group, deliveries, consumer, fields, headers, idempotency] */
+/** [stream, id, group, deliveries, consumer, fields, headers, idempotency, partition] */
 export type RedisStreamsContextArgs = [
   string,
   string,
@@ -21,6 +22,7 @@ export type RedisStreamsContextArgs = [
   Record<string, string>,
   Headers?,
   IdempotencyHandle?,
+  StreamPartition?,
 ];
 
 /** Keeps the original error of a failed handler (Nest's RPC exception filter replaces unknown errors). */
@@ -57,9 +59,21 @@ export class RedisStreamsContext extends ErrorCarrier<RedisStreamsContextArgs> {
     super(args);
   }
 
-  /** The stream key (the pattern of the handler). */
+  /** The stream key: the pattern of the handler, or for a partitioned stream the partition's stream (`ticks:{2}`). */
   get stream(): string {
     return this.args[0];
+  }
+  /** The pattern of the handler: the logical stream (`ticks`) of a partitioned stream, else `stream`. */
+  get logicalStream(): string {
+    return this.args[8]?.logicalStream ?? this.args[0];
+  }
+  /** The partition index (0 .. partitions-1), or undefined when the stream is not partitioned. */
+  get partition(): number | undefined {
+    return this.args[8]?.partition;
+  }
+  /** The partition count of the logical stream, or undefined when it is not partitioned. */
+  get partitions(): number | undefined {
+    return this.args[8]?.partitions;
   }
   /** The entry id, e.g. `1700000000000-0`. */
   get id(): string {
@@ -90,6 +104,12 @@ export class RedisStreamsContext extends ErrorCarrier<RedisStreamsContextArgs> {
 
   getStream(): string {
     return this.stream;
+  }
+  getLogicalStream(): string {
+    return this.logicalStream;
+  }
+  getPartition(): number | undefined {
+    return this.partition;
   }
   getId(): string {
     return this.id;
@@ -131,13 +151,14 @@ export interface RedisStreamsBatchEntry {
   idempotencyRecord?: string;
 }
 
-/** [stream, group, consumer, entries, idempotency token and ttl] */
+/** [stream, group, consumer, entries, idempotency token and ttl, partition] */
 export type RedisStreamsBatchContextArgs = [
   string,
   string,
   string,
   RedisStreamsBatchEntry[],
   { token: string; ttlMs: number }?,
+  StreamPartition?,
 ];
 
 /**
@@ -153,8 +174,30 @@ export class RedisStreamsBatchContext extends ErrorCarrier<RedisStreamsBatchCont
     super(args);
   }
 
+  /** The stream key: the pattern of the handler, or for a partitioned stream the partition's stream (`ticks:{2}`). */
   get stream(): string {
     return this.args[0];
+  }
+  /** The pattern of the handler: the logical stream (`ticks`) of a partitioned stream, else `stream`. */
+  get logicalStream(): string {
+    return this.args[5]?.logicalStream ?? this.args[0];
+  }
+  /** The partition index (0 .. partitions-1) of every entry of the batch, or undefined when not partitioned. */
+  get partition(): number | undefined {
+    return this.args[5]?.partition;
+  }
+  /** The partition count of the logical stream, or undefined when it is not partitioned. */
+  get partitions(): number | undefined {
+    return this.args[5]?.partitions;
+  }
+  getStream(): string {
+    return this.stream;
+  }
+  getLogicalStream(): string {
+    return this.logicalStream;
+  }
+  getPartition(): number | undefined {
+    return this.partition;
   }
   get group(): string {
     return this.args[1];

@@ -2,6 +2,7 @@ import type { Deserializer, Serializer } from '@nestjs/microservices';
 import type { ClusterNode, ClusterOptions, RedisOptions } from 'ioredis';
 import type { BackoffOptions } from '../core/backoff';
 import type { TransportIdempotencyOptions } from '../idempotency/idempotency.options';
+import type { PartitionsOption } from '../partitions/partition-layout';
 
 /** A Redis Cluster: its seed nodes and ioredis Cluster options. */
 export interface RedisStreamsClusterConnection {
@@ -48,6 +49,12 @@ export interface RedisStreamsServerOptions {
   /** Nest serializer of replies (request-reply) and deserializer of incoming messages. */
   serializer?: Serializer;
   deserializer?: Deserializer;
+  /**
+   * Partitioned streams: logical stream -> partition count (`{ ticks: 4 }`). A handler of the
+   * logical stream (`@EventPattern('ticks')`) consumes all its partitions (`ticks:{<tag>}`) in
+   * one group; the count must match the producers' (checked at start-up). See README, "Partitioned streams".
+   */
+  partitions?: PartitionsOption;
 }
 
 export interface ResolvedServerOptions {
@@ -63,6 +70,8 @@ export interface ResolvedServerOptions {
   idempotency: TransportIdempotencyOptions | undefined;
   concurrency: number;
   shutdownTimeoutMs: number;
+  /** Logical stream -> partition count. */
+  partitions: ReadonlyMap<string, number>;
 }
 
 export interface RedisStreamsClientOptions {
@@ -77,6 +86,17 @@ export interface RedisStreamsClientOptions {
   trimEvery?: number;
   /** How long `send()` waits for a reply, in ms. Default 30_000. */
   replyTimeoutMs?: number;
+  /**
+   * Partitioned streams: logical stream -> partition count (`{ ticks: 4 }`), the same as the
+   * consumers'. `emit('ticks', data)` appends to the partition of the message's key.
+   */
+  partitions?: PartitionsOption;
+  /**
+   * The partition key of a message to a partitioned stream, when its `RedisStreamsRecord` gives
+   * none (e.g. `(stream, tick) => tick.symbol`). Messages with the same key go to the same
+   * partition, in order. No key (undefined): the partitions take turns, and order is not kept.
+   */
+  partitionKey?: (stream: string, data: unknown) => string | undefined;
   /** Nest serializer of outgoing messages and deserializer of replies. */
   serializer?: Serializer;
   deserializer?: Deserializer;

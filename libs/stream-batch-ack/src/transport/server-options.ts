@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { StreamBatchAckConfigError } from '../core/errors';
 import { isClusterConnection } from '../redis/connection';
+import { resolvePartitions } from '../partitions/partition-layout';
 import { defaultDeadLetterStream } from '../redis/keys';
 import {
   RedisStreamsClientOptions,
@@ -52,6 +53,7 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
     idempotency: options.idempotency,
     concurrency: int('concurrency', options.concurrency, 1000, 1),
     shutdownTimeoutMs: int('shutdownTimeoutMs', options.shutdownTimeoutMs, 10_000, 0),
+    partitions: resolvePartitions(options.partitions),
   };
   const { claim, retry } = resolved;
   retry.maxMs = int(
@@ -94,6 +96,12 @@ export function checkClientOptions(options: RedisStreamsClientOptions): void {
   int('maxLen', options.maxLen, 0, 0);
   int('trimEvery', options.trimEvery, 1, 1);
   int('replyTimeoutMs', options.replyTimeoutMs, 1, 1);
+  resolvePartitions(options.partitions);
+  if (options.partitionKey !== undefined && typeof options.partitionKey !== 'function')
+    throw new StreamBatchAckConfigError(
+      'partitionKey',
+      'must be a function (stream, data) => string | undefined.',
+    );
 }
 
 function checkConnection(connection: unknown): void {

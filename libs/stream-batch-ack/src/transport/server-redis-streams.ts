@@ -12,6 +12,9 @@ import { encodePayload, RequestInfo } from '../core/entry-codec';
 import { describeError, NotInitializedError, StreamBatchAckConfigError } from '../core/errors';
 import type { IdempotentOptions } from '../idempotency/idempotency.options';
 import { IdempotencyStore } from '../idempotency/idempotency.store';
+import { PartitionLayout } from '../partitions/partition-layout';
+import { checkPartitionCounts } from '../partitions/partition-metadata';
+import { readGroupStats, StreamGroupStats } from '../partitions/partition-stats';
 import { closeClient, createRedisClient, isClusterConnection } from '../redis/connection';
 import { groupStreamsForReading, keySlot } from '../redis/keys';
 import { createManagedClient, EventListener } from '../redis/managed-client';
@@ -74,7 +77,9 @@ export class ServerRedisStreams
   private processor: EntryProcessor | null = null;
   private idempotency: IdempotencyStore | null = null;
   private ownedIdempotencyClient: Client | null = null;
+  /** By physical stream: one route per partition of a partitioned stream. */
   private readonly routes = new Map<string, Route>();
+  private readonly layout: PartitionLayout;
   private readonly counters = emptyServerMetrics();
   private readonly customDeserializer: boolean;
 
@@ -82,6 +87,7 @@ export class ServerRedisStreams
     super();
     this.transportId = REDIS_STREAMS_TRANSPORT;
     this.options = resolveServerOptions(options);
+    this.layout = new PartitionLayout(this.options.partitions);
     this.initializeSerializer(options);
     this.initializeDeserializer(options);
     this.customDeserializer = options.deserializer !== undefined;
@@ -108,6 +114,18 @@ export class ServerRedisStreams
     this.commands = commands;
     this.pendingEventListeners = [];
     await Promise.all([...this.readers.map((r) => r.connect()), commands.connect()]);
+    try {
+      // Partition counts: recorded by the first producer or consumer, a mismatch is refused.
+      await checkPartitionCounts(
+        commands,
+        [...this.routes.values()].map((r) => r.pattern ?? r.stream),
+        this.options.partitions,
+        'server',
+      );
+    } catch (err) {
+      await this.close();
+      throw err;
+    }
     await this.ensureGroups();
     this.idempotency = this.createIdempotencyStore(commands);
 
@@ -207,8 +225,22 @@ export class ServerRedisStreams
           ttlMs: marked?.ttlMs ?? idem?.ttlMs ?? 60_000,
           lockMs: marked?.lockMs ?? idem?.lockMs ?? 30_000,
         };
-      this.routes.set(pattern, route);
+      if (this.layout.count(pattern) === undefined) this.routes.set(pattern, route);
+      // A partitioned stream: one route per partition, all calling the handler of the pattern.
+      else
+        for (const stream of this.layout.streams(pattern))
+          this.routes.set(stream, {
+            ...route,
+            stream,
+            pattern,
+            partition: this.layout.locate(stream),
+          });
     }
+    for (const logical of this.options.partitions.keys())
+      if (!this.messageHandlers.has(logical))
+        this.logger.warn(
+          `partitions['${logical}'] is set, but no @EventPattern('${logical}') or @MessagePattern('${logical}') handler is registered here: its partitions are not read.`,
+        );
   }
 
   private createIdempotencyStore(commands: CommandClient): IdempotencyStore | null {
@@ -252,7 +284,7 @@ export class ServerRedisStreams
     payload: unknown,
     ctx: RedisStreamsContext | RedisStreamsBatchContext,
   ): Promise<unknown> {
-    const handler = this.messageHandlers.get(route.stream)!;
+    const handler = this.messageHandlers.get(route.pattern ?? route.stream)!;
     let response: unknown;
     try {
       await this.onProcessingStartHook(this.transportId!, ctx, async () => {
@@ -272,10 +304,9 @@ export class ServerRedisStreams
   /** The handler's payload; a Promise when the custom deserializer is asynchronous (Nest allows it). */
   private deserializePayload(route: Route, payload: unknown, request?: RequestInfo): unknown {
     if (!this.customDeserializer) return payload;
+    const pattern = route.pattern ?? route.stream;
     const packet = this.deserializer.deserialize(
-      request
-        ? { pattern: route.stream, data: payload, id: request.id }
-        : { pattern: route.stream, data: payload },
+      request ? { pattern, data: payload, id: request.id } : { pattern, data: payload },
       { channel: route.stream },
     ) as unknown;
     return packet instanceof Promise ? packet.then(dataOfPacket) : dataOfPacket(packet);
@@ -343,10 +374,37 @@ export class ServerRedisStreams
     await this.batcher?.flush();
   }
 
-  /** One claim round on `stream` (normally run every `claim.intervalMs`). */
+  /**
+   * One claim round on `stream` (normally run every `claim.intervalMs`); on each partition of a
+   * partitioned stream (resolves with the sum).
+   */
   async claimOnce(stream: string): Promise<number> {
     if (!this.reclaimer) throw new NotInitializedError('ServerRedisStreams');
-    return this.reclaimer.claimOnce(stream);
+    let claimed = 0;
+    for (const physical of this.layout.streams(stream))
+      claimed += await this.reclaimer.claimOnce(physical);
+    return claimed;
+  }
+
+  /**
+   * The physical streams of a logical stream: its partitions (`ticks:{0.1}`, ...), partition 0
+   * first, or `[stream]` when it is not partitioned.
+   */
+  partitionStreams(stream: string): string[] {
+    return this.layout.streams(stream);
+  }
+
+  /**
+   * The group's pending count and lag on each partition of `stream` and in sum (XINFO GROUPS; a
+   * stream that is not partitioned counts as one partition).
+   */
+  async streamStats(stream: string): Promise<StreamGroupStats> {
+    return readGroupStats(
+      this.unwrapCommands(),
+      stream,
+      this.layout.streams(stream),
+      this.options.group,
+    );
   }
 
   async close(): Promise<void> {

@@ -1,6 +1,8 @@
 /*
  * A consumer process for the kill -9 test. Run with: node --require scripts/register-ts.js consumer-worker.ts
- * Env: REDIS_URL, STREAM, GROUP, CONSUMER, EFFECTS (hash of side effects), IDEM_PREFIX, STUCK_AT (n whose handler never ends).
+ * Env: REDIS_URL, STREAM, GROUP, CONSUMER, EFFECTS (hash of side effects), IDEM_PREFIX, STUCK_AT (n whose handler never ends),
+ * PARTITIONS (optional: STREAM is a logical stream with this many partitions), ATOMIC_EFFECT ('1': the side
+ * effect and its idempotency done mark are one script, IDEMPOTENT_EFFECT_LUA).
  */
 import { Controller } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -8,6 +10,7 @@ import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { Module } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import {
+  IDEMPOTENT_EFFECT_LUA,
   Idempotent,
   RedisStreamsContext,
   RedisStreamsModule,
@@ -22,7 +25,18 @@ const env = (name: string): string => {
 const REDIS_URL = env('REDIS_URL');
 const STREAM = env('STREAM');
 const stuckAt = Number(process.env.STUCK_AT ?? -1);
+const partitions = process.env.PARTITIONS
+  ? { [STREAM]: Number(process.env.PARTITIONS) }
+  : undefined;
 const effects = new Redis(REDIS_URL);
+const atomic = process.env.ATOMIC_EFFECT === '1';
+effects.defineCommand('applyEffect', {
+  numberOfKeys: 2,
+  lua: `${IDEMPOTENT_EFFECT_LUA}
+    if sba_take(KEYS[1], ARGV[1], ARGV[2]) then redis.call('HINCRBY', KEYS[2], ARGV[3], 1) end
+    return 1`,
+});
+type WithEffect = Redis & { applyEffect(...args: (string | number)[]): Promise<number> };
 
 @Controller()
 class WorkerController {
@@ -30,10 +44,13 @@ class WorkerController {
   @Idempotent({ ttlMs: 60_000, lockMs: 500 })
   async handle(@Payload() data: { n: number }, @Ctx() ctx: RedisStreamsContext) {
     if (data.n === stuckAt) {
-      process.send?.({ stuck: data.n, id: ctx.id });
+      process.send?.({ stuck: data.n, id: ctx.id, stream: ctx.stream });
       await new Promise(() => undefined); // never ends: the test kills us here
     }
-    await effects.hincrby(env('EFFECTS'), String(data.n), 1);
+    if (atomic) {
+      const { record, token, ttlMs } = ctx.idempotency!;
+      await (effects as WithEffect).applyEffect(record, env('EFFECTS'), token, ttlMs, data.n);
+    } else await effects.hincrby(env('EFFECTS'), String(data.n), 1);
     process.send?.({ handled: data.n });
   }
 }
@@ -56,6 +73,7 @@ async function main(): Promise<void> {
       ack: { batchSize: 10_000, intervalMs: 60_000 }, // nothing is acked before the kill
       claim: { minIdleMs: 60_000, intervalMs: 60_000 },
       idempotency: { store: 'redis', keyPrefix: env('IDEM_PREFIX') },
+      partitions,
     }),
   });
   await app.listen();
