@@ -37,13 +37,13 @@ const ENTRIES = {
   collector: ['apps/demo-ticks/src/collector.main.ts', 'dist/apps/demo-ticks/collector.main.js'],
 };
 
-/** Newest modification time of the .ts files below `dir`. */
+/** Newest modification time of the sources below `dir`: TypeScript and the pages' files. */
 function newestSource(dir) {
   let newest = 0;
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const file = path.join(dir, entry.name);
     if (entry.isDirectory()) newest = Math.max(newest, newestSource(file));
-    else if (entry.name.endsWith('.ts')) newest = Math.max(newest, statSync(file).mtimeMs);
+    else if (/\.(ts|html|css|js)$/.test(entry.name)) newest = Math.max(newest, statSync(file).mtimeMs);
   }
   return newest;
 }
@@ -174,7 +174,7 @@ async function stop(code = 0) {
   const exited = Promise.all(
     children.map((c) => new Promise((r) => (c.exitCode !== null ? r() : c.on('exit', r)))),
   );
-  await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000).unref())]);
+  await Promise.race([exited, new Promise((r) => setTimeout(r, 4_000).unref())]);
   for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
   try {
     say(`removed ${await removeKeys()} Redis keys of ${prefix}* and ${dataDir}`);
@@ -214,12 +214,12 @@ async function main() {
     [
       '',
       `Demo ready (Ctrl-C stops it and removes its Redis keys ${prefix}*):`,
-      `  URL shortener      ${shortener}`,
-      `    shorten:         curl -s -XPOST ${shortener}/urls -H 'content-type: application/json' -d '{"url":"https://nestjs.com"}'`,
-      `    health, metrics: ${shortener}/health  ${shortener}/metrics`,
-      `  Ticks and candles  ${ticks}/symbols`,
-      `    candles:         ${ticks}/symbols/SYM001/candles?interval=1m&limit=5`,
-      `    health, metrics: ${ticks}/health  ${ticks}/metrics`,
+      `  URL shortener      ${shortener}/          (the page: shorten, follow, watch the cache)`,
+      `  Ticks and candles  ${ticks}/          (the page: live candles and the consumer)`,
+      '',
+      `  API:  curl -s -XPOST ${shortener}/urls -H 'content-type: application/json' -d '{"url":"https://nestjs.com"}'`,
+      `        ${ticks}/symbols  ${ticks}/symbols/SYM001/candles?interval=1m&limit=5`,
+      `        health and metrics: ${shortener}/health/ready  ${shortener}/metrics  ${ticks}/health  ${ticks}/metrics`,
       `  Collector          ${symbols} symbols x ${ratePerSymbol}/s = ${rate} ticks/s; it logs the rate it reaches every 10 s`,
       '',
     ].join('\n') + '\n',

@@ -15,13 +15,14 @@ const ENTRIES = {
   collector: ['apps/demo-ticks/src/collector.main.ts', 'dist/apps/demo-ticks/collector.main.js'],
 };
 
-/** Newest modification time of the .ts files below `dir`. */
+/** Newest modification time of the sources below `dir`: TypeScript and the pages' files. */
 function newestSource(dir) {
   let newest = 0;
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const file = path.join(dir, entry.name);
     if (entry.isDirectory()) newest = Math.max(newest, newestSource(file));
-    else if (entry.name.endsWith('.ts')) newest = Math.max(newest, statSync(file).mtimeMs);
+    else if (/\.(ts|html|css|js)$/.test(entry.name))
+      newest = Math.max(newest, statSync(file).mtimeMs);
   }
   return newest;
 }

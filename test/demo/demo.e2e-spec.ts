@@ -54,7 +54,13 @@ describe('npm run demo', () => {
     const shortener = `http://127.0.0.1:${shortenerPort}`;
     expect((await fetch(`${shortener}/health/ready`)).status).toBe(200);
     expect((await fetch(`http://127.0.0.1:${ticksPort}/health`)).status).toBe(200);
-    expect(output).toContain(`URL shortener      ${shortener}`);
+    expect(output).toContain(`URL shortener      ${shortener}/ `);
+    expect(output).toContain(`Ticks and candles  http://127.0.0.1:${ticksPort}/ `);
+    for (const page of [`${shortener}/`, `http://127.0.0.1:${ticksPort}/`]) {
+      const res = await fetch(page);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toContain('text/html');
+    }
     expect(output).toContain(`HTTP on http://127.0.0.1:${ticksPort}`); // bound to loopback
     const prefix = /key prefix (demo:[0-9a-f]+:)/.exec(output)![1];
 

@@ -4,6 +4,7 @@
  * used. The flags keep Chromium off the network: only the pages under test are loaded.
  */
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { chromium, type Browser, type BrowserContext } from 'playwright-core';
 
@@ -50,9 +51,15 @@ export async function launchBrowser(): Promise<TestBrowser> {
   };
 }
 
-/** Where page screenshots are written: docs/, unless SCREENSHOT_DIR says otherwise. */
+/**
+ * Where a page screenshot goes: docs/ when UPDATE_SCREENSHOTS=1 (`npm run screenshots`), else a
+ * temporary directory, so that a test run leaves the working tree as it found it.
+ */
 export function screenshotPath(name: string): string {
-  const dir = process.env.SCREENSHOT_DIR ?? path.join(__dirname, '..', '..', 'docs');
+  const dir =
+    process.env.UPDATE_SCREENSHOTS === '1'
+      ? path.join(__dirname, '..', '..', 'docs')
+      : path.join(os.tmpdir(), 'nest-redis-resilience-screenshots');
   fs.mkdirSync(dir, { recursive: true });
   return path.join(dir, name);
 }

@@ -10,9 +10,12 @@ import type { UrlRepository } from './db/url-repository';
 import { DatabaseHealthIndicator } from './health/database.health';
 import { HealthController } from './health/health.controller';
 import { ShortenerMetricsModule } from './metrics/metrics.module';
+import { PageApiController } from './page/page-api.controller';
+import { PageController } from './page/page.controller';
 import { CACHE_REDIS, URL_REPOSITORY } from './shortener.constants';
 import { CacheConnectionModule } from './urls/cache-connection';
 import { cacheKeyPrefix } from './urls/cache-keys';
+import { RedirectCounts } from './urls/redirect-counts';
 import { ShortenerService } from './urls/shortener.service';
 import { UrlResolver } from './urls/url-resolver';
 import { UrlsController } from './urls/urls.controller';
@@ -44,8 +47,8 @@ export class ShortenerModule {
           }),
         }),
       ],
-      controllers: [HealthController, UrlsController],
-      providers: [DatabaseHealthIndicator, UrlResolver, ShortenerService],
+      controllers: [HealthController, PageController, PageApiController, UrlsController],
+      providers: [DatabaseHealthIndicator, UrlResolver, ShortenerService, RedirectCounts],
       exports: [ShortenerService],
     };
   }

@@ -6,6 +6,7 @@ import { Redis } from 'ioredis';
 import { firstValueFrom } from 'rxjs';
 import {
   ClientRedisStreams,
+  IDEMPOTENT_EFFECT_LUA,
   Idempotent,
   partitionOf,
   partitionStream,
@@ -34,7 +35,14 @@ const STUCK_AT = 100;
 const keyOf = (n: number) => `SYM${n % 8}`;
 
 const seenByB: { n: number; deliveries: number; partition?: number }[] = [];
-let effectsClient: Redis;
+let effectsClient: Redis & { applyEffect(...args: (string | number)[]): Promise<number> };
+
+// Consumer A reads all partitions with one XREADGROUP, so it runs entries of several partitions at
+// once, and is killed while some may be between their side effect and their done mark: the side
+// effect is made atomic with the done mark (IDEMPOTENT_EFFECT_LUA), so each happens exactly once.
+const APPLY_EFFECT_LUA = `${IDEMPOTENT_EFFECT_LUA}
+if sba_take(KEYS[1], ARGV[1], ARGV[2]) then redis.call('HINCRBY', KEYS[2], ARGV[3], 1) end
+return 1`;
 
 @Controller()
 class SurvivorController {
@@ -42,7 +50,8 @@ class SurvivorController {
   @Idempotent({ ttlMs: 60_000, lockMs: 500 })
   async handle(@Payload() data: { n: number }, @Ctx() ctx: RedisStreamsContext) {
     seenByB.push({ n: data.n, deliveries: ctx.deliveries, partition: ctx.partition });
-    await effectsClient.hincrby(EFFECTS, String(data.n), 1);
+    const { record, token, ttlMs } = ctx.idempotency!;
+    await effectsClient.applyEffect(record, EFFECTS, token, ttlMs, data.n);
   }
 }
 
@@ -64,7 +73,8 @@ describe('kill -9 of a consumer of a partitioned stream: the other consumer clai
 
   beforeAll(() => {
     redis = new Redis(REDIS_URL);
-    effectsClient = new Redis(REDIS_URL);
+    effectsClient = new Redis(REDIS_URL) as typeof effectsClient;
+    effectsClient.defineCommand('applyEffect', { numberOfKeys: 2, lua: APPLY_EFFECT_LUA });
   });
 
   afterAll(async () => {
@@ -103,6 +113,7 @@ describe('kill -9 of a consumer of a partitioned stream: the other consumer clai
         IDEM_PREFIX,
         STUCK_AT: String(STUCK_AT),
         PARTITIONS: String(N_PARTITIONS),
+        ATOMIC_EFFECT: '1',
       },
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     });
@@ -153,7 +164,7 @@ describe('kill -9 of a consumer of a partitioned stream: the other consumer clai
 
     const effects = await redis.hgetall(EFFECTS);
     for (let n = 0; n < N; n++) expect([n, effects[String(n)]]).toEqual([n, '1']);
-    // B ran the stuck message after claiming it (delivery > 1), in the partition of its key.
+    // B took over A's entries on the partitions, and ran the stuck message (delivery > 1).
     const stuckRun = seenByB.find((s) => s.n === STUCK_AT)!;
     expect(stuckRun.deliveries).toBeGreaterThan(1);
     expect(stuckRun.partition).toBe(partitionOf(keyOf(STUCK_AT), N_PARTITIONS));

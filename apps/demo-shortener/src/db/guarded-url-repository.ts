@@ -69,6 +69,10 @@ export class GuardedUrlRepository implements UrlRepository {
     return this.run('code_exists', () => this.inner.codeExists(code));
   }
 
+  recent(limit: number): Promise<UrlRecord[]> {
+    return this.run('recent', () => this.inner.recent(limit));
+  }
+
   ping(): Promise<void> {
     return this.run('ping', () => this.inner.ping());
   }

@@ -181,6 +181,15 @@ export class MysqlUrlRepository implements UrlRepository {
     return rows.length > 0;
   }
 
+  async recent(limit: number): Promise<UrlRecord[]> {
+    // LIMIT as a literal: mysql2 sends execute() parameters as strings, which MySQL refuses there.
+    const n = Math.max(0, Math.floor(limit));
+    const [rows] = await this.pool.execute<Row[]>(
+      `SELECT code, url, created_at FROM ${this.table} WHERE code IS NOT NULL ORDER BY id DESC LIMIT ${n}`,
+    );
+    return rows.map(toRecord);
+  }
+
   async ping(): Promise<void> {
     await this.pool.query('SELECT 1');
   }

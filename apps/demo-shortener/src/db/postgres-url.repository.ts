@@ -144,6 +144,14 @@ export class PostgresUrlRepository implements UrlRepository {
     return (rowCount ?? 0) > 0;
   }
 
+  async recent(limit: number): Promise<UrlRecord[]> {
+    const { rows } = await this.pool.query<Row>(
+      `SELECT code, url, created_at FROM ${this.table} WHERE code IS NOT NULL ORDER BY id DESC LIMIT $1`,
+      [limit],
+    );
+    return rows.map(toRecord);
+  }
+
   async ping(): Promise<void> {
     await this.pool.query('SELECT 1');
   }

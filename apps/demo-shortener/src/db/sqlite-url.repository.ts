@@ -166,6 +166,13 @@ export class SqliteUrlRepository implements UrlRepository {
     return !!this.sql(`SELECT 1 FROM ${this.table} WHERE code = ?`).get(code);
   }
 
+  async recent(limit: number): Promise<UrlRecord[]> {
+    const rows = this.sql(
+      `SELECT code, url, created_at FROM ${this.table} WHERE code IS NOT NULL ORDER BY id DESC LIMIT ?`,
+    ).all(limit) as Row[];
+    return rows.map(toRecord);
+  }
+
   async ping(): Promise<void> {
     this.assertFileIsOurs();
     this.sql('SELECT 1').get();

@@ -41,6 +41,8 @@ export interface UrlRepository {
   findByCode(code: string): Promise<UrlRecord | null>;
   findByUrlHash(urlHash: string): Promise<UrlRecord | null>;
   codeExists(code: string): Promise<boolean>;
+  /** The `limit` records created last, newest first (the page's "recent links"). */
+  recent(limit: number): Promise<UrlRecord[]>;
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;
   /** Drops the tables (tests and benchmarks clean up their own tables with it). */

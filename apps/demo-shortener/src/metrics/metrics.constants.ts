@@ -3,6 +3,8 @@ export const METRICS_REGISTRY = Symbol('shortener:metrics-registry');
 
 /** Database lookups of a code (cache misses, or every redirect with the cache off), by result. */
 export const DB_LOOKUPS_TOTAL = 'shortener_db_lookups_total';
+/** Redirects answered (302), whether from the cache or the database. */
+export const REDIRECTS_TOTAL = 'shortener_redirects_total';
 /** Duration of every HTTP request, by method, route and status code. */
 export const HTTP_REQUEST_DURATION_SECONDS = 'shortener_http_request_duration_seconds';
 /** Duration of every database call, by operation and outcome (ok, error). */

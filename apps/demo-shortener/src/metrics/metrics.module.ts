@@ -13,6 +13,7 @@ import {
   DB_QUERY_DURATION_SECONDS,
   HTTP_REQUEST_DURATION_SECONDS,
   METRICS_REGISTRY,
+  REDIRECTS_TOTAL,
 } from './metrics.constants';
 import { MetricsController } from './metrics.controller';
 import { ShortenerMetrics } from './shortener-metrics';
@@ -47,7 +48,7 @@ const HTTP_BUCKETS = [
 
 /**
  * GET /metrics through @willsoto/nestjs-prometheus: the default process metrics
- * (process_*, nodejs_*), shortener_db_lookups_total, request and database call durations
+ * (process_*, nodejs_*), shortener_db_lookups_total, shortener_redirects_total, request and database call durations
  * (histograms, seconds), and the stampede counters of the cached lookup per method. Each app
  * gets its own Registry, so that two apps in one process (tests) do not share or clash.
  */
@@ -80,6 +81,11 @@ export class ShortenerMetricsModule {
         name: DB_LOOKUPS_TOTAL,
         help: 'Lookups of a code in the database (cache misses, or every redirect with the cache off)',
         labelNames: ['result'],
+        registers,
+      }),
+      makeCounterProvider({
+        name: REDIRECTS_TOTAL,
+        help: 'Redirects answered (302), from the cache or the database',
         registers,
       }),
       makeHistogramProvider({

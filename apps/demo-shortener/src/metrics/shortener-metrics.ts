@@ -7,17 +7,19 @@ import {
   DB_LOOKUPS_TOTAL,
   DB_QUERY_DURATION_SECONDS,
   HTTP_REQUEST_DURATION_SECONDS,
+  REDIRECTS_TOTAL,
 } from './metrics.constants';
 
 /**
- * What the app records itself: database lookups of codes, the duration of each HTTP request
- * (a Fastify onResponse hook, so that errors answered before any handler count too) and of
- * each database call. The stampede counters are read at scrape time (metrics.providers.ts).
+ * What the app records itself: database lookups of codes, redirects, the duration of each HTTP
+ * request (a Fastify onResponse hook, so that errors answered before any handler count too) and
+ * of each database call. The stampede counters are read at scrape time (metrics.providers.ts).
  */
 @Injectable()
 export class ShortenerMetrics implements OnModuleInit {
   constructor(
     @InjectMetric(DB_LOOKUPS_TOTAL) private readonly dbLookups: Counter<'result'>,
+    @InjectMetric(REDIRECTS_TOTAL) private readonly redirects: Counter,
     @InjectMetric(HTTP_REQUEST_DURATION_SECONDS)
     private readonly httpDuration: Histogram<'method' | 'route' | 'status_code'>,
     @InjectMetric(DB_QUERY_DURATION_SECONDS)
@@ -46,6 +48,16 @@ export class ShortenerMetrics implements OnModuleInit {
 
   countLookup(found: boolean): void {
     this.dbLookups.inc({ result: found ? 'found' : 'not_found' });
+  }
+
+  countRedirect(): void {
+    this.redirects.inc();
+  }
+
+  /** Redirects answered since start-up. */
+  async redirectCount(): Promise<number> {
+    const { values } = await this.redirects.get();
+    return values.reduce((sum, v) => sum + v.value, 0);
   }
 
   /** For GuardedUrlRepository's observer. */

@@ -15,3 +15,11 @@ export const urlCacheKey = (code: string) => `url:${code}`;
 
 /** The cached "no such code" of a code. */
 export const missCacheKey = (code: string) => `miss:${code}`;
+
+/**
+ * The redirect count of a code, under the app's key prefix for this database: a counter in the
+ * hash slot of the code's cached record (`{url:<code>}`), so that on a Redis Cluster the counts
+ * spread over the masters with the cache instead of making one key every redirect's write.
+ */
+export const redirectCountKey = (prefix: string, code: string) =>
+  `${prefix}{${urlCacheKey(code)}}:redirects`;

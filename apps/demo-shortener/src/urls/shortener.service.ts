@@ -71,6 +71,11 @@ export class ShortenerService {
     return this.cache.enabled ? this.resolver.resolve(code) : this.resolver.lookup(code);
   }
 
+  /** The `limit` links created last, newest first. */
+  recent(limit: number): Promise<UrlRecord[]> {
+    return this.repo.recent(limit);
+  }
+
   shortUrl(code: string): string {
     return `${this.http.publicBaseUrl}/${code}`;
   }

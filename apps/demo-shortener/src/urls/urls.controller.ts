@@ -13,6 +13,8 @@ import {
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Inject } from '@nestjs/common';
 import { httpConfig, type HttpConfig } from '../config';
+import { ShortenerMetrics } from '../metrics/shortener-metrics';
+import { RedirectCounts } from './redirect-counts';
 import { ShortenerService } from './shortener.service';
 import { SelfAddress } from './self-address';
 import { InvalidUrlError, isLookupableCode, validateTargetUrl } from './url-validation';
@@ -34,6 +36,8 @@ export class UrlsController {
 
   constructor(
     private readonly shortener: ShortenerService,
+    private readonly redirects: RedirectCounts,
+    private readonly metrics: ShortenerMetrics,
     @Inject(httpConfig.KEY) http: HttpConfig,
   ) {
     this.self = new SelfAddress({ publicBaseUrl: http.publicBaseUrl, ports: [http.port] });
@@ -75,6 +79,8 @@ export class UrlsController {
     if (!isLookupableCode(code)) throw notFound(code);
     const record = await this.shortener.resolve(code);
     if (!record) throw notFound(code);
+    this.metrics.countRedirect();
+    this.redirects.count(code);
     void reply.redirect(record.url, 302);
   }
 

@@ -267,6 +267,29 @@ export function describeShortenerApi(
       expect(text).not.toMatch(/_ms(_total|_bucket|_sum|_count)?[{ ]/);
     });
 
+    it('lists the last links created on GET /_/recent, newest first, with their redirect counts', async () => {
+      const urls = [1, 2, 3].map((n) => `https://example.com/recent/${id}/${n}`);
+      const codes: string[] = [];
+      for (const url of urls) codes.push((await post({ url }).expect(201)).body.code);
+      for (let i = 0; i < 2; i++) await http.get(`/${codes[1]}`).expect(302);
+      const res = await http.get('/_/recent').expect(200);
+      expect(res.headers['cache-control']).toBe('no-store');
+      expect(res.body.counts).toBe('up');
+      expect(res.body.links.length).toBeLessThanOrEqual(10);
+      expect(res.body.links.slice(0, 3)).toEqual(
+        [2, 1, 0].map((i) => ({
+          code: codes[i],
+          shortUrl: `${PUBLIC_BASE_URL}/${codes[i]}`,
+          url: urls[i],
+          createdAt: expect.any(String),
+          redirects: i === 1 ? 2 : 0,
+        })),
+      );
+      expect(await repositoryOf(app).recent(2)).toEqual(
+        [2, 1].map((i) => ({ code: codes[i], url: urls[i], createdAt: expect.any(String) })),
+      );
+    });
+
     it('gives a database one identity, shared by every instance, and a new one when its tables are made anew', async () => {
       const database = {
         url: databaseUrl,

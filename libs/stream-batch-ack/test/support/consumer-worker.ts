@@ -1,7 +1,8 @@
 /*
  * A consumer process for the kill -9 test. Run with: node --require scripts/register-ts.js consumer-worker.ts
  * Env: REDIS_URL, STREAM, GROUP, CONSUMER, EFFECTS (hash of side effects), IDEM_PREFIX, STUCK_AT (n whose handler never ends),
- * PARTITIONS (optional: STREAM is a logical stream with this many partitions).
+ * PARTITIONS (optional: STREAM is a logical stream with this many partitions), ATOMIC_EFFECT ('1': the side
+ * effect and its idempotency done mark are one script, IDEMPOTENT_EFFECT_LUA).
  */
 import { Controller } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -9,6 +10,7 @@ import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { Module } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import {
+  IDEMPOTENT_EFFECT_LUA,
   Idempotent,
   RedisStreamsContext,
   RedisStreamsModule,
@@ -27,6 +29,14 @@ const partitions = process.env.PARTITIONS
   ? { [STREAM]: Number(process.env.PARTITIONS) }
   : undefined;
 const effects = new Redis(REDIS_URL);
+const atomic = process.env.ATOMIC_EFFECT === '1';
+effects.defineCommand('applyEffect', {
+  numberOfKeys: 2,
+  lua: `${IDEMPOTENT_EFFECT_LUA}
+    if sba_take(KEYS[1], ARGV[1], ARGV[2]) then redis.call('HINCRBY', KEYS[2], ARGV[3], 1) end
+    return 1`,
+});
+type WithEffect = Redis & { applyEffect(...args: (string | number)[]): Promise<number> };
 
 @Controller()
 class WorkerController {
@@ -37,7 +47,10 @@ class WorkerController {
       process.send?.({ stuck: data.n, id: ctx.id, stream: ctx.stream });
       await new Promise(() => undefined); // never ends: the test kills us here
     }
-    await effects.hincrby(env('EFFECTS'), String(data.n), 1);
+    if (atomic) {
+      const { record, token, ttlMs } = ctx.idempotency!;
+      await (effects as WithEffect).applyEffect(record, env('EFFECTS'), token, ttlMs, data.n);
+    } else await effects.hincrby(env('EFFECTS'), String(data.n), 1);
     process.send?.({ handled: data.n });
   }
 }
