@@ -173,7 +173,7 @@ async function main() {
       'Demo on a Redis Cluster ready (Ctrl-C stops everything and removes the cluster):',
       `  Redis Cluster      ${cluster.nodesEnv}`,
       `    masters:         ${masters.map((p) => `127.0.0.1:${p}`).join(' ')}  (redis-cli -c -p ${masters[0]} cluster nodes)`,
-      `  URL shortener      ${shorteners.join('  ')}  (one database: ${databaseUrl.replace(/\/\/([^@/]*)@/, '//***@')})`,
+      `  URL shortener      ${shorteners.join('  ')}  (the page at /; one database: ${databaseUrl.replace(/\/\/([^@/]*)@/, '//***@')})`,
       `    shorten:         curl -s -XPOST ${first}/urls -H 'content-type: application/json' -d '{"url":"https://nestjs.com"}'`,
       `    redirect:        curl -si ${shorteners[1]}/1   (any instance; one database lookup per code per TTL across all three)`,
       `    lookups:         curl -s ${first}/metrics | grep db_lookups_total`,
