@@ -4,9 +4,10 @@
  *
  * - Starts a Redis Cluster on loopback: 3 masters and 3 replicas (CLUSTER_REPLICAS=0 for masters
  *   only), on free ports, in a temporary directory (scripts/lib/local-cluster.js).
- * - 3 URL shortener instances (SHORTENER_PORT, +1, +2; default 3000-3002) sharing one database:
+ * - 3 URL shortener instances (SHORTENER_PORT, +1, +2, default 3000-3002, or the list
+ *   SHORTENER_PORTS=a,b,c) sharing one database:
  *   a SQLite file in WAL mode in the temporary directory, or DATABASE_URL (PostgreSQL, MySQL).
- * - 3 ticks consumers (TICKS_PORT, +1, +2; default 3010-3012) in one consumer group over the
+ * - 3 ticks consumers (TICKS_PORT, +1, +2, default 3010-3012, or TICKS_PORTS) in one group over the
  *   stream `ticks` split into TICKS_PARTITIONS partitions (default 6, two per master), and one
  *   collector publishing COLLECTOR_SYMBOLS x COLLECTOR_RATE ticks/s (default 100 x 20),
  *   partitioned by symbol.
@@ -25,8 +26,13 @@ const { buildIfStale, entryArgs, root } = require('./lib/build-if-stale');
 
 const fromSource = process.argv.includes('--from-source');
 const host = process.env.HOST ?? '127.0.0.1';
-const shortenerBase = Number(process.env.SHORTENER_PORT ?? 3000);
-const ticksBase = Number(process.env.TICKS_PORT ?? 3010);
+/** PORTS (a comma-separated list of 3) when set, else BASE, BASE+1, BASE+2. */
+function ports(list, base) {
+  if (list) return list.split(',').map(Number);
+  return [0, 1, 2].map((i) => Number(base) + i);
+}
+const shortenerPorts = ports(process.env.SHORTENER_PORTS, process.env.SHORTENER_PORT ?? 3000);
+const ticksPorts = ports(process.env.TICKS_PORTS, process.env.TICKS_PORT ?? 3010);
 const replicas = Number(process.env.CLUSTER_REPLICAS ?? 1);
 const partitions = process.env.TICKS_PARTITIONS ?? '6';
 const symbols = process.env.COLLECTOR_SYMBOLS ?? '100';
@@ -128,17 +134,17 @@ async function main() {
   const shorteners = [];
   const consumers = [];
   for (let i = 0; i < INSTANCES; i++) {
-    const port = shortenerBase + i;
+    const port = shortenerPorts[i];
     shorteners.push(base(port));
     launch(`shortener-${i + 1}`, 'shortener', {
       ...common,
       PORT: String(port),
       DATABASE_URL: databaseUrl,
-      PUBLIC_BASE_URL: base(shortenerBase),
+      PUBLIC_BASE_URL: base(shortenerPorts[0]),
     });
   }
   for (let i = 0; i < INSTANCES; i++) {
-    const port = ticksBase + i;
+    const port = ticksPorts[i];
     consumers.push(base(port));
     launch(`ticks-${i + 1}`, 'ticks', {
       ...ticksEnv,

@@ -1,4 +1,4 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
 import { Cluster } from 'ioredis';
 import { RedisStore, StampedeService } from '@nest-redis-resilience/stampede';
 import { cacheConfig, type CacheConfig } from '../config';
@@ -9,17 +9,26 @@ import { cacheKeyPrefix, redirectCountKey } from './cache-keys';
 /** Where redirect counts come from right now: Redis, nowhere (cache off), or Redis is down. */
 export type RedirectCountsState = 'up' | 'down' | 'off';
 
+/** How often the redirects counted in this process are added to Redis, ms. */
+export const REDIRECT_COUNTS_FLUSH_MS = 100;
+
 /**
  * Redirects per code, in Redis beside the cache (one counter per code, in the slot of its cached
- * record: see redirectCountKey): one INCR per redirect, sent on the
- * cache's own connection and never awaited, so a redirect answered from the cache still waits
- * for one Redis read only, and never for the database. The counts are a view, not a ledger:
+ * record: see redirectCountKey). Counted in the process and added every
+ * REDIRECT_COUNTS_FLUSH_MS (one INCRBY per code followed since), on the cache's own connection
+ * and never awaited: a redirect answered from the cache still waits for one Redis read only (none
+ * with the in-process tier), never for the database, and a hot code costs its Redis master a few
+ * writes per second per instance instead of one per redirect. Counts read through `of()` include
+ * this process's not yet flushed ones. The counts are a view, not a ledger:
  * redirects answered while Redis is down are not counted, and without the cache
  * (CACHE_ENABLED=false) nothing is counted at all.
  */
 @Injectable()
-export class RedirectCounts {
+export class RedirectCounts implements OnModuleDestroy {
   private readonly client?: RedisStore['client'];
+  /** Redirects counted here and not yet added to Redis, per code. */
+  private readonly pending = new Map<string, number>();
+  private timer: NodeJS.Timeout | undefined;
   private readonly prefix: string;
   private readonly timeoutMs: number;
 
@@ -38,10 +47,26 @@ export class RedirectCounts {
     return this.client.status === 'ready' ? 'up' : 'down';
   }
 
-  /** Counts one redirect of `code` (fire and forget: skipped while Redis is not connected). */
+  /** Counts one redirect of `code` (skipped while Redis is not connected). */
   count(code: string): void {
     if (this.state() !== 'up') return;
-    this.client!.incr(redirectCountKey(this.prefix, code)).catch(() => undefined);
+    this.pending.set(code, (this.pending.get(code) ?? 0) + 1);
+    if (this.pending.size >= 10_000) this.flush();
+    else this.timer ??= setTimeout(() => this.flush(), REDIRECT_COUNTS_FLUSH_MS).unref();
+  }
+
+  /** Adds the pending counts to Redis (fire and forget: lost if Redis fails meanwhile). */
+  flush(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.pending.size === 0 || this.state() !== 'up') return this.pending.clear();
+    for (const [code, n] of this.pending)
+      this.client!.incrby(redirectCountKey(this.prefix, code), n).catch(() => undefined);
+    this.pending.clear();
+  }
+
+  onModuleDestroy(): void {
+    this.flush();
   }
 
   /**
@@ -60,7 +85,9 @@ export class RedirectCounts {
         }),
       ]);
       if (!values) return undefined;
-      return new Map(codes.map((code, i) => [code, Number(values[i] ?? 0)]));
+      return new Map(
+        codes.map((code, i) => [code, Number(values[i] ?? 0) + (this.pending.get(code) ?? 0)]),
+      );
     } catch {
       return undefined;
     } finally {
