@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { HealthIndicatorResult, HealthIndicatorService } from '@nestjs/terminus';
 import { Redis } from 'ioredis';
 import { describeError } from '../core/errors';
+import { readGroupInfo } from '../redis/group-info';
 import { ServerRedisStreams } from '../transport/server-redis-streams';
 
 export interface RedisStreamsHealthOptions {
@@ -39,35 +40,22 @@ export class RedisStreamsHealthIndicator {
     }
     if (client.status !== 'ready')
       return indicator.down({ stream, group, message: `Redis connection is ${client.status}` });
-    let timer: ReturnType<typeof setTimeout> | undefined;
     try {
-      const timeoutMs = options.timeoutMs ?? 1000;
-      const groups = (await Promise.race([
-        client.call('XINFO', 'GROUPS', stream),
-        new Promise(
-          (_, reject) =>
-            (timer = setTimeout(
-              () => reject(new Error(`Redis did not answer within ${timeoutMs} ms`)),
-              timeoutMs,
-            )),
-        ),
-      ])) as unknown[][];
-      const info = groups.map(toRecord).find((g) => g.name === group);
+      const info = await readGroupInfo(client, stream, group, options.timeoutMs ?? 1000);
       if (!info)
         return indicator.down({
           stream,
           group,
           message: `Consumer group "${group}" does not exist on stream "${stream}"`,
         });
-      const pending = Number(info.pending ?? 0);
-      const lag = info.lag === null || info.lag === undefined ? null : Number(info.lag);
+      const { pending, lag } = info;
       const details = {
         stream,
         group,
-        consumers: Number(info.consumers ?? 0),
+        consumers: info.consumers,
         pending,
         lag,
-        lastDeliveredId: String(info['last-delivered-id'] ?? ''),
+        lastDeliveredId: info.lastDeliveredId,
       };
       const problems: string[] = [];
       if (options.maxPending !== undefined && pending > options.maxPending)
@@ -78,14 +66,6 @@ export class RedisStreamsHealthIndicator {
       return indicator.up(details);
     } catch (err) {
       return indicator.down({ stream, group, message: describeError(err) });
-    } finally {
-      clearTimeout(timer);
     }
   }
-}
-
-function toRecord(flat: unknown[]): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (let i = 0; i + 1 < flat.length; i += 2) out[String(flat[i])] = flat[i + 1];
-  return out;
 }

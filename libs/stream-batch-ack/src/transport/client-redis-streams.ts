@@ -11,6 +11,7 @@ import { RedisStreamsEvents } from './redis-streams.events';
 import { RedisStreamsClientOptions } from './redis-streams.options';
 import { RedisStreamsRecord } from './redis-streams.record';
 import { checkClientOptions } from './server-options';
+import { ClientTelemetry } from '../telemetry/client-telemetry';
 
 type Client = (Redis | Cluster) & StreamScripts;
 
@@ -39,6 +40,7 @@ export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents> {
   private pendingEventListeners: EventListener[] = [];
   private readonly emitsSinceTrim = new Map<string, number>();
   private readonly trims = new Set<Promise<unknown>>();
+  private readonly telemetry = new ClientTelemetry();
 
   constructor(protected readonly options: RedisStreamsClientOptions) {
     super();
@@ -124,11 +126,9 @@ export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents> {
   protected async dispatchEvent<T = any>(packet: ReadPacket): Promise<T> {
     const stream = this.normalizePattern(packet.pattern);
     const { data, headers } = this.serialize(packet);
-    const id = (await this.unwrap<Client>().call(
-      'XADD',
-      stream,
-      '*',
-      ...encodePayload(data, headers),
+    const client = this.unwrap<Client>();
+    const id = (await this.telemetry.send(stream, headers, (h) =>
+      client.call('XADD', stream, '*', ...encodePayload(data, h)),
     )) as string;
     this.maybeTrim(stream);
     return id as T;
@@ -155,8 +155,15 @@ export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents> {
     }, timeoutMs);
     this.requests.set(id, { callback, timer });
     const { data, headers } = this.serialize(packet);
-    client
-      .call('XADD', stream, '*', ...encodePayload(data, headers, { id, replyTo: this.replyStream }))
+    this.telemetry
+      .send(stream, headers, (h) =>
+        client.call(
+          'XADD',
+          stream,
+          '*',
+          ...encodePayload(data, h, { id, replyTo: this.replyStream }),
+        ),
+      )
       .then(
         () => this.maybeTrim(stream),
         (err: unknown) => this.settle(id, { err, isDisposed: true }),

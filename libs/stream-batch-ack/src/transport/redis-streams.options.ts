@@ -2,6 +2,7 @@ import type { Deserializer, Serializer } from '@nestjs/microservices';
 import type { ClusterNode, ClusterOptions, RedisOptions } from 'ioredis';
 import type { BackoffOptions } from '../core/backoff';
 import type { TransportIdempotencyOptions } from '../idempotency/idempotency.options';
+import type { EventEmitterLike } from '../telemetry/redis-streams.telemetry-events';
 
 /** A Redis Cluster: its seed nodes and ioredis Cluster options. */
 export interface RedisStreamsClusterConnection {
@@ -48,6 +49,18 @@ export interface RedisStreamsServerOptions {
   /** Nest serializer of replies (request-reply) and deserializer of incoming messages. */
   serializer?: Serializer;
   deserializer?: Deserializer;
+  /**
+   * OpenTelemetry (with `@opentelemetry/api` installed and an SDK registered before `listen()`):
+   * the lag and pending gauges read `XINFO GROUPS` when collected, at most every
+   * `groupInfoIntervalMs` (default 5000).
+   */
+  telemetry?: { groupInfoIntervalMs?: number };
+  /**
+   * Also emit the events of `server.events` here: the app's EventEmitter2
+   * (`app.get(EventEmitter2)` with `EventEmitterModule.forRoot()`), for `@OnEvent()` handlers.
+   * When the app is created after the server, call `server.events.forwardTo(...)` instead.
+   */
+  eventEmitter?: EventEmitterLike;
 }
 
 export interface ResolvedServerOptions {
@@ -63,6 +76,7 @@ export interface ResolvedServerOptions {
   idempotency: TransportIdempotencyOptions | undefined;
   concurrency: number;
   shutdownTimeoutMs: number;
+  telemetry: { groupInfoIntervalMs: number };
 }
 
 export interface RedisStreamsClientOptions {
