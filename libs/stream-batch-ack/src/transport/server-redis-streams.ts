@@ -445,9 +445,19 @@ export class ServerRedisStreams
   private async doClose(): Promise<void> {
     this.isManuallyClosed = true;
     this.gate?.close();
-    // 1. Stop reading: disconnecting the blocking connections breaks out of BLOCK.
+    // 1. Stop reading. The XREADGROUP in flight returns within read.blockMs, and its entries are
+    // handled: disconnecting during it could drop a reply whose entries Redis already made
+    // pending for this consumer (they would wait for a claim). A reader that does not return in
+    // time (Redis unreachable) is disconnected.
+    const readsEnded = Promise.allSettled(this.readLoops);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      readsEnded,
+      new Promise((resolve) => (timer = setTimeout(resolve, this.options.read.blockMs + 1000))),
+    ]);
+    clearTimeout(timer);
     for (const reader of this.readers) reader.disconnect();
-    await Promise.allSettled([...this.readLoops, this.reclaimer?.stop()]);
+    await Promise.allSettled([readsEnded, this.reclaimer?.stop()]);
     // 2. Let running handlers finish, within the bound.
     const deadline = Date.now() + this.options.shutdownTimeoutMs;
     const still = (await this.processor?.drain(this.options.shutdownTimeoutMs)) ?? 0;
