@@ -4,7 +4,7 @@
  * (GET /_/events?symbol=&interval=). Every value is set as text (textContent, dataset): nothing
  * that comes from a tick, Redis or the address bar is ever parsed as markup.
  */
-/* global document, window, location, history, EventSource, Intl, LightweightCharts */
+/* global document, window, location, history, EventSource, URLSearchParams, LightweightCharts */
 'use strict';
 
 (function () {
