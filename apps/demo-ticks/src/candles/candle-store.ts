@@ -154,7 +154,8 @@ export class CandleStore {
     replies.forEach(([err, reply], i) => {
       if (err) throw err;
       const [p, ts] = reply as (string | null)[];
-      if (p !== null && ts !== null) out.push({ symbol: symbols[i], price: Number(p), ts: Number(ts) });
+      if (p !== null && ts !== null)
+        out.push({ symbol: symbols[i], price: Number(p), ts: Number(ts) });
     });
     return out;
   }
