@@ -1,3 +1,4 @@
+import * as http from 'node:http';
 import { Redis } from 'ioredis';
 import type { Page } from 'playwright-core';
 import { launchBrowser, screenshotPath, TestBrowser } from '../../../test/support/browser';
@@ -352,6 +353,31 @@ describe('the ticks page (headless Chromium)', () => {
       live = false;
       await publishing;
       await page.close();
+    }
+  });
+
+  it('ends the open event streams when the app closes', async () => {
+    // A keep-alive connection whose response is still open when the server closes stays open
+    // until it times out on either side: neither this agent nor, here, the server time it out, so
+    // app.close() would not return within the test's timeout unless the streams end first.
+    ticks.app.getHttpServer().keepAliveTimeout = 3_600_000;
+    const agent = new http.Agent({ keepAlive: true });
+    try {
+      const res = await new Promise<http.IncomingMessage>((resolve, reject) =>
+        http
+          .get(`${ticks.url}/_/events?symbol=SYM001&interval=1m`, { agent }, resolve)
+          .on('error', reject),
+      );
+      expect(res.headers['content-type']).toMatch(/^text\/event-stream/);
+      res.setEncoding('utf8');
+      let received = '';
+      res.on('data', (chunk: string) => (received += chunk));
+      const ended = new Promise<void>((resolve) => res.on('end', resolve));
+      await waitFor('the first stats event', () => /^event: stats$/m.test(received), PAGE_WAIT_MS);
+      await ticks.close();
+      await ended;
+    } finally {
+      agent.destroy();
     }
   });
 });

@@ -28,6 +28,8 @@ import { ConsumerSample, consumerRates, ConsumerStats } from './consumer-stats';
 export const PUSH_INTERVAL_MS = 400;
 /** How often the consumer figures are sampled. */
 export const STATS_INTERVAL_MS = 1000;
+/** The longest shutdown waits for the pages' responses to close. */
+export const SHUTDOWN_WAIT_MS = 2000;
 /** Candles of the first message (the chart's history). */
 export const CHART_CANDLES = 500;
 
@@ -51,6 +53,8 @@ export class TicksLiveFeed implements BeforeApplicationShutdown {
   private touched = new Set<string>();
   private previous?: ConsumerSample;
   private readonly closing$ = new ReplaySubject<void>(1);
+  /** The open pages' responses, until they close. */
+  private readonly responses = new Set<Promise<void>>();
 
   /** Symbols changed since the previous turn; one timer, shared by the open pages. */
   private readonly changes$: Observable<ReadonlySet<string>> = interval(PUSH_INTERVAL_MS).pipe(
@@ -83,8 +87,19 @@ export class TicksLiveFeed implements BeforeApplicationShutdown {
     for (const symbol of symbols) this.touched.add(symbol);
   }
 
-  /** The events of one page, for `symbol` (none yet: prices and stats only) and `interval`. */
-  events(symbol: string | undefined, candleInterval: IntervalName): Observable<MessageEvent> {
+  /**
+   * The events of one page, for `symbol` (none yet: prices and stats only) and `interval`.
+   * `closed`: settles once the page's response is closed (awaited at shutdown).
+   */
+  events(
+    symbol: string | undefined,
+    candleInterval: IntervalName,
+    closed?: Promise<void>,
+  ): Observable<MessageEvent> {
+    if (closed) {
+      this.responses.add(closed);
+      void closed.then(() => this.responses.delete(closed));
+    }
     let full = true; // the next read is the complete first message
     const updates = this.changes$.pipe(
       startWith(undefined),
@@ -105,10 +120,20 @@ export class TicksLiveFeed implements BeforeApplicationShutdown {
     return merge(updates, stats).pipe(takeUntil(this.closing$));
   }
 
-  /** Ends every page's stream before the HTTP server closes (it waits for open responses). */
-  beforeApplicationShutdown(): void {
+  /**
+   * Ends every page's stream, and waits (at most SHUTDOWN_WAIT_MS) until their responses are
+   * closed: the HTTP server, closed next, only closes the connections idle at that moment, and a
+   * keep-alive one whose response ends later would hold `app.close()` for its keep-alive timeout.
+   */
+  async beforeApplicationShutdown(): Promise<void> {
     this.closing$.next();
     this.closing$.complete();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      Promise.all(this.responses),
+      new Promise((resolve) => (timer = setTimeout(resolve, SHUTDOWN_WAIT_MS))),
+    ]);
+    clearTimeout(timer);
   }
 
   private drain(): ReadonlySet<string> {

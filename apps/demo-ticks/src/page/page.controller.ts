@@ -6,6 +6,7 @@ import {
   Inject,
   MessageEvent,
   Query,
+  Req,
   Sse,
 } from '@nestjs/common';
 import { Observable } from 'rxjs';
@@ -84,10 +85,14 @@ export class PageController {
   events(
     @Query('symbol') symbol: unknown,
     @Query('interval') interval: unknown,
+    @Req() request: { res?: { once(event: 'close', listener: () => void): unknown } },
   ): Observable<MessageEvent> {
     const candleInterval = parseIntervalParam(interval);
     const chosen = symbol === undefined || symbol === '' ? undefined : parseSymbolParam(symbol);
-    return this.feed.events(chosen, candleInterval);
+    // The response (Express's `req.res`), so that shutdown can wait for it to close.
+    const response = request.res;
+    const closed = response && new Promise<void>((resolve) => response.once('close', resolve));
+    return this.feed.events(chosen, candleInterval, closed);
   }
 
   private file(name: PageFileName): string {
