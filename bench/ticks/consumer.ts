@@ -35,6 +35,7 @@ import {
 } from '@nest-redis-resilience/stream-batch-ack';
 import { ChildMessage, ConsumerConfig, ConsumerResult, ParentMessage, Tick } from './protocol';
 import { Recorder } from './recorder';
+import { setupOtel } from './otel-setup';
 
 const send = (msg: ChildMessage) => process.send!(msg);
 
@@ -201,6 +202,7 @@ function windowProfiler(file: string | undefined) {
 
 async function main(): Promise<void> {
   const cfg = JSON.parse(process.env.BENCH_TICKS_CONSUMER!) as ConsumerConfig;
+  const otel = setupOtel(cfg.otel);
   const profiler = windowProfiler(cfg.cpuProfile);
   const recorder = new Recorder(
     cfg.warmup,
@@ -217,7 +219,10 @@ async function main(): Promise<void> {
     : await startTransport(cfg, recorder);
   process.on('message', (msg: ParentMessage) => {
     if (msg.type !== 'stop') return;
-    Promise.all([stop(), profiler.stop()]).then(
+    Promise.all([
+      stop().then(async (server) => (await otel.finish(), server)),
+      profiler.stop(),
+    ]).then(
       ([server]) => {
         send({ type: 'consumer-result', result: { ...recorder.result(), server } });
         process.disconnect();

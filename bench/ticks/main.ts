@@ -29,6 +29,13 @@
  *   --cpu-prof <dir>           write a CPU profile of each consumer's measured window to <dir>
  *                              (<mode>-<variant>-<run>.cpuprofile) and print where the CPU went
  *   --json <file>              also write every number as JSON
+ *   --otel none,api,sdk        run each library row once per OpenTelemetry setup of the consumer
+ *                              (bench/ticks/otel-setup.ts): none = @opentelemetry/api not resolvable,
+ *                              api = the API without an SDK, sdk = MeterProvider + Prometheus exporter
+ *                              (collected once at the end) + tracer provider with a batch span
+ *                              processor to a no-op exporter; adds a table of msgs/s and CPU vs none.
+ *                              Default: as installed (the API, no SDK), no extra table.
+ *                              e.g. --modes drain --variants batch-handler,batch --otel none,api,sdk --repeat 3
  *   --demo [options]           instead: the demo-ticks app at 10,000 ticks/s (options in bench/demo-ticks/main.ts)
  *
  * By default the benchmark starts its OWN redis-server on a free port (and ignores REDIS_URL), so
@@ -48,6 +55,8 @@ import {
   ConsumerResult,
   Mode,
   MODES,
+  OTEL_MODES,
+  OtelMode,
   PLAIN_OF,
   ProducerConfig,
   ProducerResult,
@@ -77,6 +86,8 @@ export interface TicksBenchOptions {
   redisUrl?: string;
   cpuProfDir?: string;
   json?: string;
+  /** One row per library variant and OpenTelemetry setup of the consumer; undefined: as installed. */
+  otel?: OtelMode[];
 }
 
 /** The rows the targets need (see TARGETS), per mode. */
@@ -108,6 +119,8 @@ export function variantsOf(o: TicksBenchOptions, mode: Mode): readonly Variant[]
 export interface Row {
   mode: Mode;
   variant: Variant;
+  /** The consumer's OpenTelemetry setup (--otel); undefined: as installed, no SDK. */
+  otel?: OtelMode;
   /** The run number, or 'median' for the median of the runs of one mode and variant. */
   run: number | 'median';
   /** Measured messages (each handled once). */
@@ -199,7 +212,12 @@ export function parseArgs(argv: string[]): TicksBenchOptions {
     } else if (flag === '--redis-url') o.redisUrl = value();
     else if (flag === '--cpu-prof') o.cpuProfDir = resolve(value());
     else if (flag === '--json') o.json = value();
-    else usage(`unknown option ${argv[i]}`);
+    else if (flag === '--otel') {
+      const list = value().split(',') as OtelMode[];
+      if (list.some((m) => !OTEL_MODES.includes(m)))
+        usage(`--otel: one or more of ${OTEL_MODES.join(',')}`);
+      o.otel = list;
+    } else usage(`unknown option ${argv[i]}`);
   }
   return o;
 }
@@ -348,14 +366,15 @@ async function runOne(
   mode: Mode,
   variant: Variant,
   run: number,
+  otel?: OtelMode,
 ): Promise<Row> {
-  const stream = `bench:ticks:${process.pid}:${run}:${mode}:${variant}`;
+  const stream = `bench:ticks:${process.pid}:${run}:${mode}:${variant}${otel ? `:${otel}` : ''}`;
   const idempotencyPrefix = `${stream}:idem:`;
   const group = 'bench';
   const total = mode === 'fixed' ? Math.round(o.rate * o.durationS) : o.messages;
   const warmup = Math.round(o.rate * o.warmupS);
   const profile = o.cpuProfDir
-    ? join(o.cpuProfDir, `${mode}-${variant}-${run}.cpuprofile`)
+    ? join(o.cpuProfDir, `${mode}-${variant}${otel ? `-otel-${otel}` : ''}-${run}.cpuprofile`)
     : undefined;
   await redis.del(stream);
   const consumerCfg: ConsumerConfig = {
@@ -372,6 +391,7 @@ async function runOne(
     rssEveryMs: 50,
     idempotencyPrefix,
     cpuProfile: profile,
+    otel,
   };
   const producerCfg: ProducerConfig = {
     redisUrl,
@@ -463,6 +483,7 @@ async function runOne(
     return {
       mode,
       variant,
+      otel,
       run,
       messages: unique,
       sent,
@@ -537,9 +558,9 @@ export function columns(o: TicksBenchOptions): Column<Row>[] {
     {
       header: 'consumer',
       value: (r) =>
-        r.variant === 'batch'
+        (r.variant === 'batch'
           ? `${LABEL.batch} (${o.batchSize}/${o.intervalMs} ms)`
-          : LABEL[r.variant],
+          : LABEL[r.variant]) + (r.otel ? `, otel ${r.otel}` : ''),
     },
     { header: 'run', value: (r) => String(r.run) },
     { header: 'msgs/s', value: (r) => Math.round(r.msgsPerSec) },
@@ -591,7 +612,7 @@ export function medianRows(rows: Row[]): Row[] {
   const out: Row[] = [];
   const groups = new Map<string, Row[]>();
   for (const r of rows) {
-    const key = `${r.mode}\u0000${r.variant}`;
+    const key = `${r.mode}\u0000${r.variant}\u0000${r.otel ?? ''}`;
     groups.set(key, [...(groups.get(key) ?? []), r]);
   }
   for (const group of groups.values()) {
@@ -649,7 +670,10 @@ export function relate(runRows: Row[]): void {
   const raw = runRows.find((r) => r.variant === 'raw');
   for (const r of runRows) {
     if (r.mode !== 'fixed' && raw) r.ofRaw = r.msgsPerSec / raw.msgsPerSec;
-    const plain = runRows.find((p) => p.variant === PLAIN_OF[r.variant]);
+    const plain = runRows.find(
+      (p) =>
+        p.variant === PLAIN_OF[r.variant] && (p.otel === r.otel || p.variant.startsWith('raw')),
+    );
     if (plain) r.cpuVsPlain = r.cpuMsPer100k / plain.cpuMsPer100k;
   }
 }
@@ -835,6 +859,51 @@ export const REDIS_COLUMNS: Column<Row>[] = [
   },
 ];
 
+interface OtelCostRow {
+  row: Row;
+  /** msgs/s and CPU of this row / the `none` row of the same mode, variant and run. */
+  throughput?: number;
+  cpu?: number;
+}
+
+/** Per mode, library variant and run (or median): every --otel row against its `none` row. */
+export function otelCostRows(rows: Row[], medians: Row[]): OtelCostRow[] {
+  const all = [...rows, ...medians].filter((r) => r.otel !== undefined);
+  return all.map((row) => {
+    const base = all.find(
+      (b) =>
+        b.otel === 'none' && b.mode === row.mode && b.variant === row.variant && b.run === row.run,
+    );
+    return base
+      ? {
+          row,
+          throughput: row.msgsPerSec / base.msgsPerSec,
+          cpu: row.cpuMsPer100k / base.cpuMsPer100k,
+        }
+      : { row };
+  });
+}
+
+const pct = (x: number | undefined) =>
+  x === undefined ? null : `${x >= 1 ? '+' : ''}${((x - 1) * 100).toFixed(1)} %`;
+
+export const OTEL_COLUMNS: Column<OtelCostRow>[] = [
+  { header: 'mode', value: (c) => c.row.mode },
+  { header: 'consumer', value: (c) => LABEL[c.row.variant] },
+  { header: 'otel', value: (c) => c.row.otel ?? '' },
+  { header: 'run', value: (c) => String(c.row.run) },
+  { header: 'msgs/s', value: (c) => Math.round(c.row.msgsPerSec) },
+  { header: 'msgs/s vs none', value: (c) => pct(c.throughput) },
+  { header: 'CPU ms/100k', value: (c) => c.row.cpuMsPer100k, digits: 0 },
+  { header: 'CPU vs none', value: (c) => pct(c.cpu) },
+  { header: 'check', value: (c) => (isOk(c.row) ? 'ok' : 'NOT ok') },
+];
+
+const OTEL_LEGEND =
+  'otel: none = @opentelemetry/api not resolvable in the consumer; api = the API without an SDK; ' +
+  'sdk = MeterProvider + Prometheus exporter (one collection at the end) + tracer provider, batch span processor, ' +
+  'no-op exporter. Targets: api >= -2 % msgs/s, sdk >= -10 % msgs/s vs none (medians with --repeat).';
+
 export interface TicksReport {
   env: EnvInfo;
   /** The commit of libs/stream-batch-ack that was measured. */
@@ -908,9 +977,13 @@ export async function runTicksBench(
       for (const mode of o.modes) {
         const runRows: Row[] = [];
         for (const variant of variantsOf(o, mode)) {
-          await waitForQuiet(o.quietS, progress);
-          progress(`  run ${run}: ${mode} / ${variant} ...`);
-          runRows.push(await runOne(redis, redisUrl, o, mode, variant, run));
+          // The raw loops do not use the library: one row whatever --otel says.
+          const setups = o.otel && !variant.startsWith('raw') ? o.otel : [undefined];
+          for (const otel of setups) {
+            await waitForQuiet(o.quietS, progress);
+            progress(`  run ${run}: ${mode} / ${variant}${otel ? ` / otel ${otel}` : ''} ...`);
+            runRows.push(await runOne(redis, redisUrl, o, mode, variant, run, otel));
+          }
         }
         relate(runRows);
         rows.push(...runRows);
@@ -919,7 +992,8 @@ export async function runTicksBench(
     const medians = medianRows(rows);
     const cols = columns(o);
     for (const mode of o.modes) {
-      const order = (r: Row) => VARIANTS.indexOf(r.variant);
+      const order = (r: Row) =>
+        VARIANTS.indexOf(r.variant) * 10 + (r.otel ? OTEL_MODES.indexOf(r.otel) : 0);
       const modeRows = rows
         .filter((r) => r.mode === mode)
         .sort((a, b) => Number(a.run) - Number(b.run) || order(a) - order(b));
@@ -941,7 +1015,19 @@ export async function runTicksBench(
     out('');
     out("## Redis time of the consumers' commands (INFO commandstats usec), ms per 100k messages");
     out(renderTable(REDIS_COLUMNS, [...rows, ...medians.filter((r) => r.run === 'median')]));
-    const targets = evaluateTargets(rows, o);
+    if (o.otel) {
+      out('');
+      out(
+        '## OpenTelemetry cost (--otel): each row against the same mode, consumer and run without the API',
+      );
+      out(renderTable(OTEL_COLUMNS, otelCostRows(rows, medians)));
+      out(OTEL_LEGEND);
+    }
+    // The targets are about the transport as installed (the API, no SDK).
+    const targets = evaluateTargets(
+      rows.filter((r) => r.otel === undefined || r.otel === 'api'),
+      o,
+    );
     out('');
     out(`## targets${o.repeat > 1 ? ` (medians of ${o.repeat} runs)` : ''}`);
     out(renderTable(TARGET_COLUMNS, targets));

@@ -23,6 +23,10 @@ export type Variant =
  */
 export type Mode = 'fixed' | 'max' | 'drain';
 
+/** `--otel`: none (API not resolvable), api (API, no SDK), sdk (metrics + traces SDK); see otel-setup.ts. */
+export type OtelMode = 'none' | 'api' | 'sdk';
+export const OTEL_MODES: readonly OtelMode[] = ['none', 'api', 'sdk'];
+
 export const VARIANTS: readonly Variant[] = [
   'per-message',
   'batch',
@@ -68,6 +72,8 @@ export interface ConsumerConfig {
   idempotencyPrefix: string;
   /** Write a CPU profile of the measured window (first to last measured message) to this file. */
   cpuProfile?: string;
+  /** The OpenTelemetry setup of the consumer (otel-setup.ts); undefined: as installed, no SDK. */
+  otel?: OtelMode;
 }
 
 export interface ProducerConfig {

@@ -15,6 +15,7 @@ async function main(): Promise<void> {
   logger.log(
     `Consuming "${config.consumer.stream}" as ${config.consumer.group}/${config.consumer.consumer}; HTTP on ${ticks.url}`,
   );
+  logger.log(`The page: ${ticks.url}/`);
   logger.log(
     `Try: ${ticks.url}/symbols  ${ticks.url}/symbols/SYM001/candles?interval=1m&limit=5  ${ticks.url}/health  ${ticks.url}/metrics`,
   );

@@ -19,6 +19,9 @@ import { HealthController } from './http/health.controller';
 import { SymbolsController } from './http/symbols.controller';
 import { ticksMetricProviders, ticksPrometheusModule } from './metrics/ticks-metrics.providers';
 import { TicksMetrics } from './metrics/ticks.metrics';
+import { TicksLiveFeed } from './page/live-feed';
+import { PageAssets } from './page/page-assets';
+import { PageController } from './page/page.controller';
 import { TICKS_REDIS } from './ticks.constants';
 
 /** Closes the app's Redis connection at shutdown, after the microservice closed. */
@@ -59,6 +62,7 @@ export class TicksAppModule {
         createTicksConsumerController(settings.consumer.stream),
         SymbolsController,
         HealthController,
+        PageController,
       ],
       providers: [
         { provide: ServerRedisStreams, useValue: server },
@@ -83,6 +87,8 @@ export class TicksAppModule {
         ...ticksMetricProviders(metricsRegistry),
         TicksMetrics,
         TicksRedisLifecycle,
+        { provide: PageAssets, useFactory: () => PageAssets.load() },
+        TicksLiveFeed,
       ],
     };
   }

@@ -85,6 +85,17 @@ export {
 } from './transport/redis-streams.record';
 export type { RedisStreamsServerMetrics } from './transport/server-metrics';
 export { REDIS_STREAMS_TRANSPORT, ServerRedisStreams } from './transport/server-redis-streams';
+export {
+  type AckFlushFailedEvent,
+  type AckFlushRecoveredEvent,
+  type ClaimEvent,
+  type DeadLetteredEvent,
+  type EventEmitterLike,
+  RedisStreamsEventBus,
+  type RedisStreamsTelemetryEventName,
+  type RedisStreamsTelemetryEvents,
+} from './telemetry/redis-streams.telemetry-events';
+export { METRIC as REDIS_STREAMS_METRICS } from './telemetry/telemetry.names';
 export { Idempotent } from './nest/idempotent.decorator';
 export { RedisStreamsErrorInterceptor } from './nest/redis-streams-error.interceptor';
 export { IDEMPOTENT_METADATA } from './nest/redis-streams.constants';

@@ -186,6 +186,22 @@ export class CandleStore {
     return { symbol, price: Number(p), ts: Number(ts) };
   }
 
+  /** The latest price of each of `symbols` that has one, in the order given (one round trip). */
+  async latestMany(symbols: readonly string[]): Promise<LatestPrice[]> {
+    if (symbols.length === 0) return [];
+    const pipeline = this.redis.pipeline();
+    for (const symbol of symbols) pipeline.hmget(this.key(`last:${symbol}`), 'p', 'ts');
+    const replies = (await pipeline.exec()) ?? [];
+    const out: LatestPrice[] = [];
+    replies.forEach(([err, reply], i) => {
+      if (err) throw err;
+      const [p, ts] = reply as (string | null)[];
+      if (p !== null && ts !== null)
+        out.push({ symbol: symbols[i], price: Number(p), ts: Number(ts) });
+    });
+    return out;
+  }
+
   /** The last `limit` candles of `symbol` (oldest first), or undefined for an unknown symbol. */
   async candles(
     symbol: string,

@@ -7,6 +7,7 @@ import { checkTickTime, parseTick } from '../candles/tick';
 import { InjectConfig } from '../config/ticks-config.module';
 import { ConsumerSettings, deadLetterStreamOf, LimitsSettings } from '../config/ticks-env.schema';
 import { TicksMetrics } from '../metrics/ticks.metrics';
+import { TicksLiveFeed } from '../page/live-feed';
 
 /**
  * Why the consumer dead-lettered a tick (the `reason` of its dead-letter entry):
@@ -38,6 +39,7 @@ export function createTicksConsumerController(stream: string): Type<unknown> {
       @Inject(TicksMetrics) private readonly metrics: TicksMetrics,
       @InjectConfig('consumer') private readonly consumer: ConsumerSettings,
       @InjectConfig('limits') private readonly limits: LimitsSettings,
+      @Inject(TicksLiveFeed) private readonly live: TicksLiveFeed,
     ) {}
 
     @EventPattern(stream, { batch: true })
@@ -71,8 +73,10 @@ export function createTicksConsumerController(stream: string): Type<unknown> {
       try {
         const results = valid.length > 0 ? await this.store.apply(valid, mark, ctx.stream) : [];
         const now = Date.now();
+        const changed = new Set<string>();
         results.forEach((result, i) => {
           if (result === 'applied') {
+            changed.add(valid[i].tick.symbol);
             this.metrics.ticksHandled.inc();
             this.metrics.e2eLatency.observe(Math.max(0, now - entryIdTime(valid[i].id)) / 1000);
           } else if (result === 'duplicate')
@@ -86,6 +90,7 @@ export function createTicksConsumerController(stream: string): Type<unknown> {
             );
           }
         });
+        this.live.applied(changed); // the open pages learn of it on their next turn
         await Promise.all(rejected);
       } catch (err) {
         // Redis failed: the whole batch is retried (see the README).

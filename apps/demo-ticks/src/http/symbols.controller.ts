@@ -39,8 +39,9 @@ export function parseLimitParam(raw: unknown): number {
   return n;
 }
 
-function parseSymbolParam(raw: string): string {
-  if (!SYMBOL_PATTERN.test(raw))
+/** Checks a symbol parameter; throws a 400 naming the allowed characters. */
+export function parseSymbolParam(raw: unknown): string {
+  if (typeof raw !== 'string' || !SYMBOL_PATTERN.test(raw))
     throw new BadRequestException(
       `symbol must be 1-32 characters of A-Z a-z 0-9 . _ - (got ${JSON.stringify(raw)})`,
     );

@@ -17,6 +17,7 @@ import { RedisStreamsEvents } from './redis-streams.events';
 import { RedisStreamsClientOptions } from './redis-streams.options';
 import { RedisStreamsRecord } from './redis-streams.record';
 import { checkClientOptions } from './server-options';
+import { ClientTelemetry } from '../telemetry/client-telemetry';
 
 type Client = (Redis | Cluster) & StreamScripts;
 
@@ -48,6 +49,7 @@ export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents> {
   private readonly router: PartitionRouter;
   /** Streams without partitions that were checked not to be partitioned by someone else. */
   private readonly unpartitionedChecked = new Set<string>();
+  private readonly telemetry = new ClientTelemetry();
 
   constructor(protected readonly options: RedisStreamsClientOptions) {
     super();
@@ -175,7 +177,9 @@ export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents> {
       partitionKey,
       client,
     );
-    const id = (await client.call('XADD', stream, '*', ...encodePayload(data, headers))) as string;
+    const id = (await this.telemetry.send(stream, headers, (h) =>
+      client.call('XADD', stream, '*', ...encodePayload(data, h)),
+    )) as string;
     this.maybeTrim(stream);
     return id as T;
   }
@@ -203,11 +207,13 @@ export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents> {
     const { data, headers, partitionKey } = this.serialize(packet);
     this.target(stream, data, partitionKey, client)
       .then(async (physical) => {
-        await client.call(
-          'XADD',
-          physical,
-          '*',
-          ...encodePayload(data, headers, { id, replyTo: this.replyStream }),
+        await this.telemetry.send(physical, headers, (h) =>
+          client.call(
+            'XADD',
+            physical,
+            '*',
+            ...encodePayload(data, h, { id, replyTo: this.replyStream }),
+          ),
         );
         this.maybeTrim(physical);
       })

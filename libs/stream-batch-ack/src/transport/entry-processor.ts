@@ -14,7 +14,7 @@ import {
   RedisStreamsBatchEntry,
   RedisStreamsContext,
 } from './redis-streams.context';
-import type { RedisStreamsServerMetrics } from './server-metrics';
+import type { ServerTelemetry } from '../telemetry/server-telemetry';
 
 /** A handler as resolved at start-up from its decorators. */
 export interface Route {
@@ -53,7 +53,8 @@ export interface ProcessorDeps {
   reclaimer: PendingReclaimer;
   deadLetters: DeadLetterWriter;
   idempotency: IdempotencyStore | null;
-  metrics: RedisStreamsServerMetrics;
+  /** Counters (`server.metrics()`), OpenTelemetry instruments and events: one call per fact. */
+  telemetry: ServerTelemetry;
   logger: Logger;
   /** Runs the Nest handler of `route` (guards, interceptors, pipes) and settles with its result. */
   invoke(
@@ -103,6 +104,11 @@ export class EntryProcessor {
     return (this.inFlight.get(stream)?.has(id) ?? false) || this.deps.batcher.has(stream, id);
   }
 
+  /** Entries of `stream` being handled here now. */
+  inFlightOf(stream: string): number {
+    return this.inFlight.get(stream)?.size ?? 0;
+  }
+
   get runningCount(): number {
     return this.running.size;
   }
@@ -129,7 +135,7 @@ export class EntryProcessor {
     if (fresh.length === 0) return;
     for (const e of fresh) ids.add(e.id);
     this.deps.gate.take(fresh.length);
-    this.deps.metrics.delivered += fresh.length;
+    this.deps.telemetry.delivered(stream, fresh.length);
     const run: Promise<void> = this.handle(route, fresh)
       .catch((err: unknown) =>
         this.deps.logger.error(`Entries of "${stream}": ${describeError(err)}`),
@@ -186,7 +192,7 @@ export class EntryProcessor {
       if (state === 'done') this.deps.batcher.add(route.stream, job.entry.id);
       else if (state === 'processing') {
         // Not acknowledged: looked at again when the holder's lock ends (or it finished).
-        this.deps.metrics.inProgressSkipped++;
+        this.deps.telemetry.inProgressSkipped(route.stream);
         const wait = lockLeftMs[i];
         this.deps.reclaimer.scheduleRetry(
           route.stream,
@@ -200,12 +206,11 @@ export class EntryProcessor {
           job.entry.deliveries > 1 &&
           !this.lastErrors.has(`${route.stream}\u0000${job.entry.id}`)
         )
-          this.deps.metrics.possibleDuplicates++;
+          this.deps.telemetry.possibleDuplicate();
       }
     });
     const done = states.filter((s) => s === 'done').length;
-    this.deps.metrics.duplicatesSkipped.redis += doneInL2;
-    this.deps.metrics.duplicatesSkipped.memory += done - doneInL2;
+    this.deps.telemetry.duplicatesSkipped(route.stream, done - doneInL2, doneInL2);
     const toRun = await this.withinDeliveryLimit(route, acquired);
     if (toRun.length < acquired.length) {
       // Dead-lettered: their keys are released, so that a replay runs.
@@ -361,7 +366,7 @@ export class EntryProcessor {
       handle,
       route.partition,
     ]);
-    this.deps.metrics.batches++;
+    this.deps.telemetry.batch();
     try {
       await this.deps.invoke(
         route,
@@ -427,16 +432,18 @@ export class EntryProcessor {
   private async settle(route: Route, jobs: Job[], outcomes: Outcome[]): Promise<void> {
     const { stream } = route;
     const dead: Promise<void>[] = [];
+    let succeeded = 0;
+    let failed = 0;
     outcomes.forEach((outcome, i) => {
       const { entry, decoded } = jobs[i];
       const key = `${stream}\u0000${entry.id}`;
       if (outcome.error === undefined) {
-        this.deps.metrics.succeeded++;
+        succeeded++;
         if (entry.deliveries > 1) this.lastErrors.delete(key);
         if (!outcome.skipAck) this.deps.batcher.add(stream, entry.id);
         return;
       }
-      this.deps.metrics.failed++;
+      failed++;
       if (outcome.answered) {
         this.deps.batcher.add(stream, entry.id);
         return;
@@ -459,12 +466,14 @@ export class EntryProcessor {
         );
       } else {
         const delay = this.deps.reclaimer.scheduleRetry(stream, entry.id, entry.deliveries);
-        this.deps.metrics.retried++;
+        this.deps.telemetry.retried(stream);
         this.deps.logger.warn(
           `Entry ${entry.id} of "${stream}" failed on delivery ${entry.deliveries}/${this.deps.maxDeliveries} (${message}); retrying in ${delay} ms.`,
         );
       }
     });
+    this.deps.telemetry.succeeded(succeeded);
+    if (failed > 0) this.deps.telemetry.failed(stream, failed);
     await Promise.all(dead);
   }
 
@@ -478,7 +487,7 @@ export class EntryProcessor {
   ): Promise<void> {
     try {
       await this.deps.deadLetters.write(stream, entry.id, fields, deliveries, reason, error);
-      this.deps.metrics.deadLettered++;
+      this.deps.telemetry.deadLettered(stream, entry.id, deliveries, reason, error);
       this.lastErrors.delete(`${stream}\u0000${entry.id}`);
     } catch (err) {
       // Still pending: the claim loop brings the entry back and it is dead-lettered then.

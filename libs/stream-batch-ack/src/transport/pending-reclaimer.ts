@@ -26,6 +26,8 @@ export interface ReclaimerCallbacks {
   deliver(stream: string, entries: DeliveredEntry[]): void;
   /** An entry deleted from the stream while pending: nothing to handle, acknowledge it. */
   acknowledge(stream: string, id: string): void;
+  /** After each scan: `count` entries were taken over, from the consumers `owners()` lists. */
+  claimed?(stream: string, count: number, owners: () => string[]): void;
 }
 
 interface Retry {
@@ -202,7 +204,10 @@ export class PendingReclaimer {
     for (const [id, , , deliveries] of rows)
       if (!this.callbacks.isBusy(stream, id) && !this.isWaiting(stream, id))
         counts.set(id, Number(deliveries));
-    if (counts.size === 0) return 0;
+    if (counts.size === 0) {
+      this.callbacks.claimed?.(stream, 0, () => []);
+      return 0;
+    }
     const claimed = (await this.commands.call(
       'XCLAIM',
       stream,
@@ -218,6 +223,16 @@ export class PendingReclaimer {
       else entries.push({ id, fields, deliveries: (counts.get(id) ?? 0) + 1 });
     }
     if (entries.length > 0) this.callbacks.deliver(stream, entries);
+    this.callbacks.claimed?.(stream, entries.length, () => ownersOf(rows, entries));
     return entries.length;
   }
+}
+
+/** The distinct previous owners of the claimed entries. */
+function ownersOf(
+  rows: [id: string, owner: string, ...unknown[]][],
+  entries: DeliveredEntry[],
+): string[] {
+  const claimed = new Set(entries.map((e) => e.id));
+  return [...new Set(rows.filter(([id]) => claimed.has(id)).map(([, owner]) => owner))];
 }

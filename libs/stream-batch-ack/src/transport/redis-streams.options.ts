@@ -3,6 +3,7 @@ import type { ClusterNode, ClusterOptions, RedisOptions } from 'ioredis';
 import type { BackoffOptions } from '../core/backoff';
 import type { TransportIdempotencyOptions } from '../idempotency/idempotency.options';
 import type { PartitionsOption } from '../partitions/partition-layout';
+import type { EventEmitterLike } from '../telemetry/redis-streams.telemetry-events';
 
 /** A Redis Cluster: its seed nodes and ioredis Cluster options. */
 export interface RedisStreamsClusterConnection {
@@ -55,6 +56,18 @@ export interface RedisStreamsServerOptions {
    * one group; the count must match the producers' (checked at start-up). See README, "Partitioned streams".
    */
   partitions?: PartitionsOption;
+  /**
+   * OpenTelemetry (with `@opentelemetry/api` installed and an SDK registered before `listen()`):
+   * the lag and pending gauges read `XINFO GROUPS` when collected, at most every
+   * `groupInfoIntervalMs` (default 5000).
+   */
+  telemetry?: { groupInfoIntervalMs?: number };
+  /**
+   * Also emit the events of `server.events` here: the app's EventEmitter2
+   * (`app.get(EventEmitter2)` with `EventEmitterModule.forRoot()`), for `@OnEvent()` handlers.
+   * When the app is created after the server, call `server.events.forwardTo(...)` instead.
+   */
+  eventEmitter?: EventEmitterLike;
 }
 
 export interface ResolvedServerOptions {
@@ -72,6 +85,7 @@ export interface ResolvedServerOptions {
   shutdownTimeoutMs: number;
   /** Logical stream -> partition count. */
   partitions: ReadonlyMap<string, number>;
+  telemetry: { groupInfoIntervalMs: number };
 }
 
 export interface RedisStreamsClientOptions {

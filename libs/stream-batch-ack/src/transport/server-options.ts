@@ -54,7 +54,23 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
     concurrency: int('concurrency', options.concurrency, 1000, 1),
     shutdownTimeoutMs: int('shutdownTimeoutMs', options.shutdownTimeoutMs, 10_000, 0),
     partitions: resolvePartitions(options.partitions),
+    telemetry: {
+      groupInfoIntervalMs: int(
+        'telemetry.groupInfoIntervalMs',
+        options.telemetry?.groupInfoIntervalMs,
+        5000,
+        0,
+      ),
+    },
   };
+  if (
+    options.eventEmitter !== undefined &&
+    typeof (options.eventEmitter as { emit?: unknown } | null)?.emit !== 'function'
+  )
+    throw new StreamBatchAckConfigError(
+      'eventEmitter',
+      'must have an emit(event, payload) method (EventEmitter2 of @nestjs/event-emitter: app.get(EventEmitter2)).',
+    );
   const { claim, retry } = resolved;
   retry.maxMs = int(
     'retry.maxMs',

@@ -30,7 +30,9 @@ import {
   RedisStreamsStatus,
 } from './redis-streams.events';
 import { RedisStreamsServerOptions, ResolvedServerOptions } from './redis-streams.options';
-import { emptyServerMetrics, RedisStreamsServerMetrics } from './server-metrics';
+import { ServerTelemetry } from '../telemetry/server-telemetry';
+import type { RedisStreamsEventBus } from '../telemetry/redis-streams.telemetry-events';
+import { RedisStreamsServerMetrics } from './server-metrics';
 import { resolveServerOptions } from './server-options';
 import { RawEntry, StreamReader } from './stream-reader';
 
@@ -80,7 +82,7 @@ export class ServerRedisStreams
   /** By physical stream: one route per partition of a partitioned stream. */
   private readonly routes = new Map<string, Route>();
   private readonly layout: PartitionLayout;
-  private readonly counters = emptyServerMetrics();
+  private readonly telemetry: ServerTelemetry;
   private readonly customDeserializer: boolean;
 
   constructor(options: RedisStreamsServerOptions) {
@@ -91,6 +93,22 @@ export class ServerRedisStreams
     this.initializeSerializer(options);
     this.initializeDeserializer(options);
     this.customDeserializer = options.deserializer !== undefined;
+    this.telemetry = new ServerTelemetry({
+      group: this.options.group,
+      consumer: this.options.consumer,
+      groupInfoIntervalMs: this.options.telemetry.groupInfoIntervalMs,
+      eventEmitter: options.eventEmitter,
+      logger: this.logger,
+    });
+  }
+
+  /**
+   * Dead letters, failed and recovered XACKs, claims: `server.events.on(name, listener)`, typed.
+   * `server.events.forwardTo(app.get(EventEmitter2))` (or the option `eventEmitter`) also emits
+   * them to `@OnEvent()` handlers.
+   */
+  get events(): RedisStreamsEventBus {
+    return this.telemetry.events;
   }
 
   listen(callback: (...optionalParams: unknown[]) => any): void {
@@ -134,7 +152,11 @@ export class ServerRedisStreams
       batchSize: options.ack.batchSize,
       intervalMs: options.ack.intervalMs,
       backoff: options.ack.backoff,
-      onError: (err) => this.logger.warn(err.message),
+      onError: (err) => {
+        this.logger.warn(err.message);
+        this.telemetry.ackFailed(err);
+      },
+      onFlush: (stream, ids) => this.telemetry.acked(stream, ids.length),
     });
     this.batcher = batcher;
     const gate = new FlowGate(
@@ -156,6 +178,7 @@ export class ServerRedisStreams
         isBusy: (stream, id) => this.processor!.isBusy(stream, id),
         deliver: (stream, entries) => this.deliver(stream, entries),
         acknowledge: (stream, id) => batcher.add(stream, id),
+        claimed: (stream, count, owners) => this.telemetry.claimed(stream, count, owners),
       },
       this.logger,
     );
@@ -173,11 +196,16 @@ export class ServerRedisStreams
         maxLen: options.deadLetter.maxLen,
       }),
       idempotency: this.idempotency,
-      metrics: this.counters,
+      telemetry: this.telemetry,
       logger: this.logger,
       invoke: (route, payload, ctx) => this.invoke(route, payload, ctx),
       deserialize: (route, payload, request) => this.deserializePayload(route, payload, request),
       reply: (request, result) => this.reply(request, result),
+    });
+    this.telemetry.start({
+      streams,
+      commands,
+      inFlight: (stream) => this.processor?.inFlightOf(stream) ?? 0,
     });
     if (streams.length === 0) {
       this.logger.warn('No @EventPattern or @MessagePattern handlers registered: nothing to read.');
@@ -286,18 +314,20 @@ export class ServerRedisStreams
   ): Promise<unknown> {
     const handler = this.messageHandlers.get(route.pattern ?? route.stream)!;
     let response: unknown;
-    try {
-      await this.onProcessingStartHook(this.transportId!, ctx, async () => {
-        const result: unknown = await handler(payload, ctx);
-        // An Observable (interceptors, or a handler that returns one) completes before the ack;
-        // a plain value needs no round through rxjs.
-        response = isObservable(result)
-          ? await lastValueFrom(result, { defaultValue: undefined })
-          : result;
-      });
-    } finally {
-      this.onProcessingEndHook?.(this.transportId!, ctx);
-    }
+    await this.telemetry.process(route.stream, route.batch, ctx, async () => {
+      try {
+        await this.onProcessingStartHook(this.transportId!, ctx, async () => {
+          const result: unknown = await handler(payload, ctx);
+          // An Observable (interceptors, or a handler that returns one) completes before the ack;
+          // a plain value needs no round through rxjs.
+          response = isObservable(result)
+            ? await lastValueFrom(result, { defaultValue: undefined })
+            : result;
+        });
+      } finally {
+        this.onProcessingEndHook?.(this.transportId!, ctx);
+      }
+    });
     return response;
   }
 
@@ -366,7 +396,7 @@ export class ServerRedisStreams
 
   /** Counters since start. */
   metrics(): RedisStreamsServerMetrics {
-    return structuredClone(this.counters);
+    return structuredClone(this.telemetry.counters);
   }
 
   /** Acknowledge every queued id now (normally done by size/interval). */
@@ -415,9 +445,19 @@ export class ServerRedisStreams
   private async doClose(): Promise<void> {
     this.isManuallyClosed = true;
     this.gate?.close();
-    // 1. Stop reading: disconnecting the blocking connections breaks out of BLOCK.
+    // 1. Stop reading. The XREADGROUP in flight returns within read.blockMs, and its entries are
+    // handled: disconnecting during it could drop a reply whose entries Redis already made
+    // pending for this consumer (they would wait for a claim). A reader that does not return in
+    // time (Redis unreachable) is disconnected.
+    const readsEnded = Promise.allSettled(this.readLoops);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      readsEnded,
+      new Promise((resolve) => (timer = setTimeout(resolve, this.options.read.blockMs + 1000))),
+    ]);
+    clearTimeout(timer);
     for (const reader of this.readers) reader.disconnect();
-    await Promise.allSettled([...this.readLoops, this.reclaimer?.stop()]);
+    await Promise.allSettled([readsEnded, this.reclaimer?.stop()]);
     // 2. Let running handlers finish, within the bound.
     const deadline = Date.now() + this.options.shutdownTimeoutMs;
     const still = (await this.processor?.drain(this.options.shutdownTimeoutMs)) ?? 0;
@@ -435,6 +475,7 @@ export class ServerRedisStreams
     }
     // 4. Close the connections.
     await Promise.all([closeClient(this.ownedIdempotencyClient), closeClient(this.commands)]);
+    this.telemetry.stop();
     this.pendingEventListeners = [];
   }
 
