@@ -4,6 +4,8 @@
  * replicas per master, made with `redis-server` and `redis-cli --cluster create`.
  *
  * - Free ports, one temporary directory (node configs, logs), no persistence.
+ * - The servers run in a process group of their own, so that Ctrl-C in a terminal (which signals
+ *   the caller's whole group) leaves them up until the caller has stopped its apps.
  * - `stop(graceMs = 2000)` kills every server (SIGTERM, then SIGKILL after `graceMs`) and removes
  *   the directory. The servers are also killed when this process exits for any reason
  *   (a process 'exit' hook), so none is left behind by a crash of the caller.
@@ -130,7 +132,9 @@ async function spawnServers(bin, dir, count, cluster, extraArgs) {
         '--cluster-node-timeout', '2000');
     }
     args.push(...extraArgs);
-    const child = spawn(bin, args, { stdio: 'ignore' });
+    // A process group of its own: Ctrl-C in a terminal signals the caller's group, and the servers
+    // must outlive the apps' shutdown (their last acks); stop() and the exit hook end them.
+    const child = spawn(bin, args, { stdio: 'ignore', detached: true });
     live.add(child);
     child.once('exit', () => live.delete(child));
     servers.push({ port, child });
