@@ -27,6 +27,7 @@ import {
 
 const ATTR_METHOD = 'stampede.method';
 const ATTR_TIER = 'stampede.tier';
+const ATTR_KEY_PATTERN = 'stampede.key_pattern';
 
 /** Seconds: from a millisecond lock wait or cache-speed load to a 30 s crawl. */
 const SECONDS_BUCKETS = [
@@ -275,29 +276,37 @@ class OtelMethod implements MethodTelemetry {
   private readonly attributes: Attributes;
   private readonly callName: string;
   private readonly refreshName: string;
-  private readonly spanOptions: SpanOptions;
+  /** The span options of the last key pattern seen (a method's keys mostly share one). */
+  private pattern = '';
+  private spanOptions?: SpanOptions;
 
   constructor(
     private readonly api: OtelApiModule,
-    label: string,
+    private readonly label: string,
     private readonly hub: MeterHub | undefined,
     private readonly tracer: Tracer | undefined,
   ) {
     this.attributes = hub ? hub.attributesOf(label).method : { [ATTR_METHOD]: label };
     this.callName = `stampede.get_or_load ${label}`;
     this.refreshName = `stampede.refresh ${label}`;
-    this.spanOptions = { kind: api.SpanKind.INTERNAL, attributes: this.attributes };
   }
 
   start(key: string, refresh = false): TracedCall | undefined {
     if (!this.tracer) return undefined;
+    const pattern = keyPattern(key);
+    if (pattern !== this.pattern || !this.spanOptions) {
+      this.pattern = pattern;
+      this.spanOptions = {
+        kind: this.api.SpanKind.INTERNAL,
+        attributes: { [ATTR_METHOD]: this.label, [ATTR_KEY_PATTERN]: pattern },
+      };
+    }
     const span = this.tracer.startSpan(
       refresh ? this.refreshName : this.callName,
       this.spanOptions,
     );
     // Without an SDK (or sampled out) there is nothing to record and no context to pass on.
     if (!span.isRecording()) return undefined;
-    span.setAttribute('stampede.key_pattern', keyPattern(key));
     return new OtelCall(this.api, span);
   }
 
