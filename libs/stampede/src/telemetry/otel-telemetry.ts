@@ -277,7 +277,7 @@ class OtelMethod implements MethodTelemetry {
   private readonly callName: string;
   private readonly refreshName: string;
   /** The span options of the last key pattern seen (a method's keys mostly share one). */
-  private pattern = '';
+  private prefix = '';
   private spanOptions?: SpanOptions;
 
   constructor(
@@ -293,9 +293,11 @@ class OtelMethod implements MethodTelemetry {
 
   start(key: string, refresh = false): TracedCall | undefined {
     if (!this.tracer) return undefined;
-    const pattern = keyPattern(key);
-    if (pattern !== this.pattern || !this.spanOptions) {
-      this.pattern = pattern;
+    // `Class.method:*` stands for every key that starts with `Class.method:`: a prefix test
+    // per call, no string made, unless the key's pattern changed.
+    if (!this.spanOptions || this.prefix === '' || !key.startsWith(this.prefix)) {
+      const pattern = keyPattern(key);
+      this.prefix = pattern.slice(0, -1); // '' for '*'
       this.spanOptions = {
         kind: this.api.SpanKind.INTERNAL,
         attributes: { [ATTR_METHOD]: this.label, [ATTR_KEY_PATTERN]: pattern },
