@@ -38,10 +38,12 @@
  *   l1-stall:  --l1-stall-variants two-tier-xfetch,two-tier-xfetch+l1   --l1-stall-keys 100
  *              --l1-stall-rate 2000   --l1-stall-ttl 10000   --l1-stall-duration 5000
  *              --l1-stall-pause 2000
- *   otel:      --otel none,api,sdk (telemetry off; @opentelemetry/api without SDK; SDK MeterProvider
- *              + Prometheus exporter + tracer provider with a batch processor)   --otel-tiers store,l1
- *              --otel-keys 1000   --otel-zipf 1   --otel-concurrency 64   --otel-warmup 1000
- *              --otel-duration 4000   --otel-rounds 3   (--otel alone implies --scenario otel)
+ *   otel:      --otel api,sdk (each against telemetry off, side by side in one process: api =
+ *              @opentelemetry/api without SDK; sdk = SDK MeterProvider + Prometheus exporter +
+ *              tracer provider with a batch processor; also sdk-sampled, sdk-metrics, sdk-als)
+ *              --otel-tiers store,l1   --otel-keys 1000   --otel-zipf 1   --otel-concurrency 64
+ *              --otel-warmup 1000   --otel-duration 4000 (per app)   --otel-slice 200
+ *              --otel-rounds 3   (--otel alone implies --scenario otel)
  *   --json <file>
  *
  * Needs REDIS_URL (the npm script sets it through scripts/with-redis.js); late-lock, stall,
@@ -134,6 +136,7 @@ const NUMBER_FLAGS: Record<string, keyof BenchOptions> = {
   '--otel-warmup': 'otelWarmupMs',
   '--otel-duration': 'otelDurationMs',
   '--otel-rounds': 'otelRounds',
+  '--otel-slice': 'otelSliceMs',
 };
 const LIST_FLAGS: Record<string, keyof BenchOptions> = {
   '--concurrency': 'concurrency',

@@ -200,13 +200,14 @@ export interface BenchOptions {
   l1StallDurationMs: number;
   l1StallPauseMs: number;
   // otel: what the OpenTelemetry instrumentation costs (otel.ts)
-  otelVariants: OtelVariant[];
+  otelVariants: (OtelVariant | 'none')[];
   otelTiers: OtelTier[];
   otelKeys: number;
   otelZipf: number;
   otelConcurrency: number;
   otelWarmupMs: number;
   otelDurationMs: number;
+  otelSliceMs: number;
   otelRounds: number;
 }
 
@@ -305,6 +306,7 @@ export const DEFAULT_OPTIONS: Omit<BenchOptions, 'redisUrl'> = {
   otelConcurrency: 64,
   otelWarmupMs: 1000,
   otelDurationMs: 4000,
+  otelSliceMs: 200,
   otelRounds: 3,
 };
 
