@@ -75,13 +75,16 @@ interface Outcome<T> {
   loaded?: boolean;
   /** This call's flow waited for a lock (for its span). */
   waited?: boolean;
+  /** This call's flow joined a lock path or fallback load already in flight (for its span). */
+  joined?: boolean;
 }
 
-/** What the lock path did: the value, and whether it waited and loaded. */
+/** What the lock path did: the value, and whether it waited and loaded (or joined). */
 interface LockOutcome<T> {
   value: T;
   waited: boolean;
   loaded: boolean;
+  joined?: boolean;
 }
 
 /**
@@ -218,7 +221,7 @@ export class StampedeEngine {
       outcome.fromL1 ? 'l1' : outcome.hit ? 'store' : 'none',
       outcome.waited === true,
       !joined && outcome.loaded === true,
-      joined,
+      joined || outcome.joined === true,
     );
     return outcome.value;
   }
@@ -366,8 +369,8 @@ export class StampedeEngine {
       }
     }
     if (policy.lock) {
-      const { value, waited, loaded } = await this.loadUnderLock(call);
-      return { value, hit: false, waited, loaded };
+      const { value, waited, loaded, joined } = await this.loadUnderLock(call);
+      return { value, hit: false, waited, loaded, joined };
     }
     return { value: await this.loadAndStore(call), hit: false, loaded: true };
   }
@@ -394,9 +397,11 @@ export class StampedeEngine {
    * a crowd of callers costs one lock attempt and one wait, not one each.
    */
   private loadUnderLock<T>(call: Call<T>): Promise<LockOutcome<T>> {
-    const { promise, joined } = this.lockFlights.run(call.key, () => this.lockAndLoad(call));
-    if (joined) call.m.joins++;
-    return promise as Promise<LockOutcome<T>>;
+    const run = this.lockFlights.run(call.key, () => this.lockAndLoad(call));
+    const promise = run.promise as Promise<LockOutcome<T>>;
+    if (!run.joined) return promise;
+    call.m.joins++;
+    return promise.then((o) => ({ value: o.value, waited: o.waited, loaded: false, joined: true }));
   }
 
   private async lockAndLoad<T>(call: Call<T>): Promise<LockOutcome<T>> {
@@ -663,7 +668,7 @@ export class StampedeEngine {
       return value;
     });
     if (joined) m.joins++;
-    return { value: (await promise) as T, hit: false, loaded: !joined };
+    return { value: (await promise) as T, hit: false, loaded: !joined, joined };
   }
 
   private noteStoreError(err: unknown, m: MethodMetrics): void {
