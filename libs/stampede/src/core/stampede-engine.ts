@@ -176,8 +176,7 @@ export class StampedeEngine {
       );
       return held.v;
     }
-    const span = e.telemetry.start(key);
-    const run = async (): Promise<Outcome<T>> => {
+    const flow = async (): Promise<Outcome<T>> => {
       if (!policy.cache) {
         const controller = new AbortController();
         const running = this.load(loader, e, controller, policy);
@@ -190,23 +189,19 @@ export class StampedeEngine {
       const stamp = tags?.length ? await this.tagStamp(tags, m) : undefined;
       return this.resolve({ key, loader, policy, m, e, stamp });
     };
+    // The call that goes to the store (or the loader) is traced; callers that join it in this
+    // process are not: they reach neither.
+    const run = (): Promise<Outcome<T>> => {
+      const span = e.telemetry.start(key);
+      return span ? traced(span, flow) : flow();
+    };
     let outcome: Outcome<T>;
-    let joined = false;
-    try {
-      if (policy.singleFlight) {
-        const flight = this.flights.run(
-          key,
-          (span ? () => span.run(run) : run) as () => Promise<Outcome<unknown>>,
-        );
-        joined = flight.joined;
-        if (joined) m.joins++;
-        outcome = (await flight.promise) as Outcome<T>;
-      } else {
-        outcome = await (span ? span.run(run) : run());
-      }
-    } catch (err) {
-      span?.end('none', false, false, joined, err);
-      throw err;
+    if (policy.singleFlight) {
+      const flight = this.flights.run(key, run as () => Promise<Outcome<unknown>>);
+      if (flight.joined) m.joins++;
+      outcome = (await flight.promise) as Outcome<T>;
+    } else {
+      outcome = await run();
     }
     if (policy.cache) {
       if (outcome.hit) {
@@ -217,12 +212,6 @@ export class StampedeEngine {
         m.misses++;
       }
     }
-    span?.end(
-      outcome.fromL1 ? 'l1' : outcome.hit ? 'store' : 'none',
-      outcome.waited === true,
-      !joined && outcome.loaded === true,
-      joined || outcome.joined === true,
-    );
     return outcome.value;
   }
 
@@ -815,4 +804,22 @@ export class StampedeEngine {
     timer.unref();
     return timer;
   }
+}
+
+/** Runs one call's flow inside its span, and ends the span with what the flow did. */
+async function traced<T>(span: TracedCall, flow: () => Promise<Outcome<T>>): Promise<Outcome<T>> {
+  let outcome: Outcome<T>;
+  try {
+    outcome = await span.run(flow);
+  } catch (err) {
+    span.end('none', false, false, false, err);
+    throw err;
+  }
+  span.end(
+    outcome.fromL1 ? 'l1' : outcome.hit ? 'store' : 'none',
+    outcome.waited === true,
+    outcome.loaded === true,
+    outcome.joined === true,
+  );
+  return outcome;
 }

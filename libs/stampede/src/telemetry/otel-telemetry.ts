@@ -338,8 +338,8 @@ class OtelCall implements TracedCall {
       'stampede.hit_tier': tier,
       'stampede.lock_waited': lockWaited,
       'stampede.loaded': loaded,
-      'stampede.joined': joined,
     });
+    if (joined) span.setAttribute('stampede.joined', true);
     if (error !== undefined) {
       span.recordException(error instanceof Error ? error : String(error));
       span.setStatus({
