@@ -38,6 +38,12 @@
  *   l1-stall:  --l1-stall-variants two-tier-xfetch,two-tier-xfetch+l1   --l1-stall-keys 100
  *              --l1-stall-rate 2000   --l1-stall-ttl 10000   --l1-stall-duration 5000
  *              --l1-stall-pause 2000
+ *   otel:      --otel api,sdk (each against telemetry off, side by side in one process: api =
+ *              @opentelemetry/api without SDK; sdk = SDK MeterProvider + Prometheus exporter +
+ *              tracer provider with a batch processor; also sdk-sampled, sdk-metrics, sdk-als)
+ *              --otel-tiers store,l1   --otel-keys 1000   --otel-zipf 1   --otel-concurrency 64
+ *              --otel-warmup 1000   --otel-duration 4000 (per app)   --otel-slice 200
+ *              --otel-rounds 3   (--otel alone implies --scenario otel)
  *   --json <file>
  *
  * Needs REDIS_URL (the npm script sets it through scripts/with-redis.js); late-lock, stall,
@@ -49,6 +55,7 @@ import type { PatternName } from './bench-app';
 import { ALL_PATTERNS } from './bench-app';
 import { BenchOptions, runStampedeBench, SCENARIOS, Scenario } from './stampede-bench';
 import { parseVariant } from './tiers';
+import { OTEL_TIERS, OTEL_VARIANTS } from './otel';
 
 const NUMBER_FLAGS: Record<string, keyof BenchOptions> = {
   '--instances': 'instances',
@@ -123,6 +130,13 @@ const NUMBER_FLAGS: Record<string, keyof BenchOptions> = {
   '--l1-stall-ttl': 'l1StallTtlMs',
   '--l1-stall-duration': 'l1StallDurationMs',
   '--l1-stall-pause': 'l1StallPauseMs',
+  '--otel-keys': 'otelKeys',
+  '--otel-zipf': 'otelZipf',
+  '--otel-concurrency': 'otelConcurrency',
+  '--otel-warmup': 'otelWarmupMs',
+  '--otel-duration': 'otelDurationMs',
+  '--otel-rounds': 'otelRounds',
+  '--otel-slice': 'otelSliceMs',
 };
 const LIST_FLAGS: Record<string, keyof BenchOptions> = {
   '--concurrency': 'concurrency',
@@ -171,6 +185,15 @@ export function parseArgs(argv: string[]): { options: Partial<BenchOptions>; jso
         options.cpuBurn = Number(next);
         if (inline === undefined) i++;
       } else options.cpuBurn = 1;
+    } else if (flag === '--otel' || flag === '--otel-tiers') {
+      const known: readonly string[] = flag === '--otel' ? OTEL_VARIANTS : OTEL_TIERS;
+      const list = value()
+        .split(',')
+        .map((v) => v.trim());
+      const unknown = list.filter((v) => !known.includes(v));
+      if (unknown.length || list.length === 0)
+        usage(`${flag}: unknown ${unknown.join(', ')}; known: ${known.join(', ')}`);
+      options[flag === '--otel' ? 'otelVariants' : 'otelTiers'] = list;
     } else if (flag === '--stall-mode') {
       const mode = value().toUpperCase();
       if (mode !== 'ALL' && mode !== 'WRITE') usage('--stall-mode is ALL or WRITE');
@@ -201,6 +224,9 @@ export function parseArgs(argv: string[]): { options: Partial<BenchOptions>; jso
       }
       options[VARIANT_FLAGS[flag]] = list.map((v) => v.trim());
     } else usage(`unknown option ${argv[i]}`);
+  }
+  if (options.otelVariants !== undefined && options.scenario === undefined) {
+    options.scenario = 'otel';
   }
   if (options.instances !== undefined) {
     if (options.scenario === undefined) options.scenario = 'cliff';

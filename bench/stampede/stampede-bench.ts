@@ -48,6 +48,8 @@ import {
   L1StallRow,
   tiersTargets,
 } from './tiers';
+import { DEFAULT_OTEL_VARIANTS, OTEL_TIERS, otelCost, OtelRow, otelTargets } from './otel';
+import type { OtelTier, OtelVariant } from './otel-worker';
 
 export { poissonArrivals } from './load';
 
@@ -66,7 +68,8 @@ export type Scenario =
   | 'warnings'
   | 'l1-hotset'
   | 'grace-failing'
-  | 'l1-stall';
+  | 'l1-stall'
+  | 'otel';
 
 export const SCENARIO_GROUPS: Record<string, Scenario[]> = {
   all: ['cliff', 'steady', 'snowstorm'],
@@ -88,6 +91,7 @@ export const SCENARIOS: Scenario[] = [
   'l1-hotset',
   'grace-failing',
   'l1-stall',
+  'otel',
 ];
 
 export interface BenchOptions {
@@ -195,6 +199,16 @@ export interface BenchOptions {
   l1StallTtlMs: number;
   l1StallDurationMs: number;
   l1StallPauseMs: number;
+  // otel: what the OpenTelemetry instrumentation costs (otel.ts)
+  otelVariants: (OtelVariant | 'none')[];
+  otelTiers: OtelTier[];
+  otelKeys: number;
+  otelZipf: number;
+  otelConcurrency: number;
+  otelWarmupMs: number;
+  otelDurationMs: number;
+  otelSliceMs: number;
+  otelRounds: number;
 }
 
 export const DEFAULT_OPTIONS: Omit<BenchOptions, 'redisUrl'> = {
@@ -285,6 +299,15 @@ export const DEFAULT_OPTIONS: Omit<BenchOptions, 'redisUrl'> = {
   l1StallTtlMs: 10_000,
   l1StallDurationMs: 5000,
   l1StallPauseMs: 2000,
+  otelVariants: [...DEFAULT_OTEL_VARIANTS],
+  otelTiers: [...OTEL_TIERS],
+  otelKeys: 1000,
+  otelZipf: 1,
+  otelConcurrency: 64,
+  otelWarmupMs: 1000,
+  otelDurationMs: 4000,
+  otelSliceMs: 200,
+  otelRounds: 3,
 };
 
 /** The scenarios a --scenario value names (groups expanded), in run order. */
@@ -385,6 +408,7 @@ export interface BenchReport {
   l1Hotset: L1HotsetRow[];
   graceFailing: GraceRow[];
   l1Stall: L1StallRow[];
+  otel: OtelRow[];
   targets: Target[];
 }
 
@@ -500,6 +524,7 @@ export class StampedeBench {
       l1Hotset: [],
       graceFailing: [],
       l1Stall: [],
+      otel: [],
       targets: [],
     };
     const burn = CpuBurn.start(o.cpuBurn);
@@ -532,6 +557,7 @@ export class StampedeBench {
       if (scenarios.includes('l1-hotset')) report.l1Hotset = await l1Hotset(ctx);
       if (scenarios.includes('grace-failing')) report.graceFailing = await graceFailing(ctx);
       if (scenarios.includes('l1-stall')) report.l1Stall = await l1Stall(ctx);
+      if (scenarios.includes('otel')) report.otel = await otelCost(ctx);
       report.targets = evaluateTargets(report);
       if (report.targets.length) this.log(`\n${formatTargets(report.targets)}`);
     } finally {
@@ -923,6 +949,7 @@ export function evaluateTargets(report: BenchReport): Target[] {
   }
   targets.push(...resilienceTargets(report));
   targets.push(...tiersTargets(report));
+  targets.push(...otelTargets(report));
   return targets;
 }
 

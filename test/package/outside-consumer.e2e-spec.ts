@@ -250,6 +250,7 @@ interface AppResult {
   };
   cacheManager?: { calls: number; loads: number; distinctValues: unknown[] };
   installed?: Record<string, boolean>;
+  telemetry?: Record<string, number>;
   health?: Record<'stampede' | 'streamBatchAck', { exports?: string[]; error?: string }>;
 }
 
@@ -394,6 +395,8 @@ describe('the packed packages in a Nest 11 app outside the repository', () => {
         ioredis: installedVersion('ioredis'),
         '@nestjs/terminus': installedVersion('@nestjs/terminus'),
         'cache-manager': installedVersion('cache-manager'),
+        '@opentelemetry/api': installedVersion('@opentelemetry/api'),
+        '@opentelemetry/sdk-metrics': installedVersion('@opentelemetry/sdk-metrics'),
       },
       tsconfig: {
         compilerOptions: {
@@ -554,6 +557,15 @@ describe('the packed packages in a Nest 11 app outside the repository', () => {
       });
       // StampedeModule.forRoot({ cacheManager: createCache() }) from the optional peer.
       expect(result.cacheManager).toEqual({ calls: 101, loads: 1, distinctValues: [1.08] });
+      // With @opentelemetry/api and an SDK installed, the same work shows in the instruments.
+      expect(result.telemetry).toMatchObject({
+        'stampede.calls': 2 * CALLS + 101,
+        'stampede.loads': 2,
+        'messaging.client.sent.messages': MESSAGES,
+      });
+      expect(result.telemetry!['messaging.client.consumed.messages']).toBeGreaterThanOrEqual(
+        MESSAGES,
+      );
     });
   });
 
@@ -579,7 +591,13 @@ describe('the packed packages in a Nest 11 app outside the repository', () => {
       await expectCoreChecks(b.variant, app);
       const { result } = app;
       expect(result.ioredis.appVersion).toMatch(/^5\./);
-      expect(result.installed).toEqual({ '@nestjs/terminus': false, 'cache-manager': false });
+      // The optional peers are absent, OpenTelemetry included: the runs above had no telemetry.
+      expect(result.installed).toEqual({
+        '@nestjs/terminus': false,
+        'cache-manager': false,
+        '@opentelemetry/api': false,
+        '@nestjs/event-emitter': false,
+      });
       for (const [key, name] of [
         ['stampede', '@nest-redis-resilience/stampede/health'],
         ['streamBatchAck', '@nest-redis-resilience/stream-batch-ack/health'],

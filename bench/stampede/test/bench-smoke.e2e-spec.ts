@@ -364,7 +364,57 @@ describe('bench:stampede smoke run of the tiers scenarios', () => {
   });
 });
 
+describe('bench:stampede smoke run of the otel scenario', () => {
+  let report: BenchReport;
+  const lines: string[] = [];
+
+  beforeAll(async () => {
+    report = await runStampedeBench(
+      {
+        redisUrl: REDIS_URL,
+        scenario: 'otel',
+        otelVariants: ['api', 'sdk'],
+        otelKeys: 50,
+        otelConcurrency: 8,
+        otelWarmupMs: 100,
+        otelDurationMs: 200,
+        otelSliceMs: 100,
+        otelRounds: 1,
+      },
+      (line) => lines.push(line),
+    );
+  }, 90_000);
+
+  it('measures each variant beside telemetry off, on both tiers, and checks the budgets', () => {
+    expect(report.otel.map((r) => `${r.variant}/${r.tier}`)).toEqual([
+      'api/store',
+      'api/l1',
+      'sdk/store',
+      'sdk/l1',
+    ]);
+    for (const row of report.otel) {
+      expect(row.off_per_s).toBeGreaterThan(0);
+      expect(row.on_per_s).toBeGreaterThan(0);
+    }
+    expect(lines.join('\n')).toMatch(/stampede_\* lines/);
+    expect(report.targets.map((t) => t.id)).toEqual([
+      'otel-api-store',
+      'otel-api-l1',
+      'otel-sdk-store',
+      'otel-sdk-l1',
+    ]);
+  });
+});
+
 describe('bench:stampede options', () => {
+  it('takes --otel variants and tiers (and --otel alone means the otel scenario)', () => {
+    expect(parseArgs(['--otel', 'none,api,sdk-metrics']).options).toMatchObject({
+      scenario: 'otel',
+      otelVariants: ['none', 'api', 'sdk-metrics'],
+    });
+    expect(parseArgs(['--otel-tiers', 'l1']).options).toMatchObject({ otelTiers: ['l1'] });
+  });
+
   it('expands scenario groups and lists', () => {
     expect(scenariosOf('all')).toEqual(['cliff', 'steady', 'snowstorm']);
     expect(scenariosOf('resilience')).toEqual([

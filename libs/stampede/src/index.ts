@@ -30,6 +30,21 @@ export type {
   StampedePolicy,
 } from './core/policy';
 export type { MethodMetrics } from './core/metrics';
+
+// Telemetry and events
+export type { TelemetryOptions } from './telemetry/telemetry.options';
+export { STAMPEDE_INSTRUMENTATION_SCOPE, STAMPEDE_METRICS } from './telemetry/telemetry.options';
+export { STAMPEDE_EVENTS } from './core/events';
+export type {
+  StampedeEventMap,
+  StampedeEventName,
+  StampedeEventListener,
+  StampedeLockTimeoutEvent,
+  StampedeStoreUnavailableEvent,
+  StampedeStoreRecoveredEvent,
+  StampedeLoadTimeoutEvent,
+  StampedeFailSafeEvent,
+} from './core/events';
 export type { Envelope } from './core/envelope';
 export type { StampedeStore, ReadOrLockResult, FillWatch, InvalidationMessage } from './core/store';
 export {

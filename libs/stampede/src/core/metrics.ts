@@ -53,28 +53,3 @@ export function emptyMetrics(): MethodMetrics {
     storeErrors: 0,
   };
 }
-
-/** Counters by method name. */
-export class MetricsRegistry {
-  private readonly byName = new Map<string, MethodMetrics>();
-
-  for(name: string): MethodMetrics {
-    let m = this.byName.get(name);
-    if (!m) {
-      m = emptyMetrics();
-      this.byName.set(name, m);
-    }
-    return m;
-  }
-
-  /** A copy of every method's counters. */
-  snapshot(): Record<string, MethodMetrics> {
-    const out: Record<string, MethodMetrics> = {};
-    for (const [name, m] of this.byName) out[name] = { ...m };
-    return out;
-  }
-
-  reset(): void {
-    this.byName.clear();
-  }
-}

@@ -3,14 +3,17 @@ import { randomUUID } from 'node:crypto';
 import { Clock, RandomSource, systemClock, systemRandom } from './clock';
 import { defaultCodec, Envelope, EnvelopeCodec } from './envelope';
 import { StampedeTimeoutError } from './errors';
+import { keyPattern, StampedeEvents } from './events';
 import { jitterTtl } from './jitter';
 import { L1Cache, L1Limits } from './l1-cache';
 import { LastKnownValues } from './last-known';
-import { MethodMetrics, MetricsRegistry } from './metrics';
+import type { MethodMetrics } from './metrics';
+import { MethodEntry, MetricsRegistry } from './metrics-registry';
 import { checkTags, StampedePolicy } from './policy';
 import { SingleFlight } from './single-flight';
 import type { FillWatch, InvalidationMessage, StampedeStore } from './store';
 import { TagVersions } from './tag-versions';
+import { FlowTelemetry, noTelemetry, TracedCall } from './telemetry';
 import { sleep } from './timers';
 import { EarlyRecomputeSchedule } from './xfetch';
 
@@ -20,7 +23,10 @@ export interface EngineLogger {
 
 export interface EngineDeps {
   store: StampedeStore;
-  metrics?: MetricsRegistry;
+  /** Spans, durations and exported counters; default none. */
+  telemetry?: FlowTelemetry;
+  /** Where operator events go; default an emitter without listeners. */
+  events?: StampedeEvents;
   clock?: Clock;
   random?: RandomSource;
   logger?: EngineLogger;
@@ -28,6 +34,9 @@ export interface EngineDeps {
   l1?: L1Limits;
   codec?: EnvelopeCodec;
 }
+
+/** The telemetry label of calls named by their key (getOrLoad without a name): never the key. */
+export const UNNAMED_CALL = 'getOrLoad';
 
 /** Computes a value. `signal` aborts when the load passes its hard timeout. */
 export type Loader<T> = (signal: AbortSignal) => Promise<T> | T;
@@ -49,6 +58,8 @@ interface Call<T> {
   loader: Loader<T>;
   policy: StampedePolicy;
   m: MethodMetrics;
+  /** The method's entry: its counters (`m`), label and telemetry. */
+  e: MethodEntry;
   stamp?: Record<string, number>;
 }
 
@@ -58,6 +69,22 @@ interface Outcome<T> {
   hit: boolean;
   /** A stale value (within grace, or held while the store was unreachable). */
   stale?: boolean;
+  /** Served by the in-process tier while the store failed (a hit otherwise reads the store). */
+  fromL1?: boolean;
+  /** This call's flow ran the loader (for its span). */
+  loaded?: boolean;
+  /** This call's flow waited for a lock (for its span). */
+  waited?: boolean;
+  /** This call's flow joined a lock path or fallback load already in flight (for its span). */
+  joined?: boolean;
+}
+
+/** What the lock path did: the value, and whether it waited and loaded (or joined). */
+interface LockOutcome<T> {
+  value: T;
+  waited: boolean;
+  loaded: boolean;
+  joined?: boolean;
 }
 
 /**
@@ -68,6 +95,9 @@ interface Outcome<T> {
  */
 export class StampedeEngine {
   readonly metrics: MetricsRegistry;
+  readonly events: StampedeEvents;
+  private readonly telemetry: FlowTelemetry;
+  private readonly unobserve: () => void;
   private readonly store: StampedeStore;
   private readonly clock: Clock;
   private readonly random: RandomSource;
@@ -97,10 +127,15 @@ export class StampedeEngine {
   private lastStoreWarning = 0;
   private lastRefreshWarning = 0;
   private refreshFailuresUnreported = 0;
+  /** Since when the store fails (a failure after a success); undefined while it answers. */
+  private storeDownSince: number | undefined;
 
   constructor(deps: EngineDeps) {
     this.store = deps.store;
-    this.metrics = deps.metrics ?? new MetricsRegistry();
+    this.telemetry = deps.telemetry ?? noTelemetry;
+    this.events = deps.events ?? new StampedeEvents();
+    this.metrics = new MetricsRegistry(this.telemetry);
+    this.unobserve = this.telemetry.observe(this.metrics);
     this.clock = deps.clock ?? systemClock;
     this.random = deps.random ?? systemRandom;
     this.logger = deps.logger;
@@ -116,48 +151,62 @@ export class StampedeEngine {
     );
   }
 
+  /**
+   * `name` groups the counters (`Class.method`, or a getOrLoad name); without one they are kept
+   * under the key, and telemetry says `getOrLoad` (never a key).
+   */
   async getOrLoad<T>(
     key: string,
     loader: Loader<T>,
     policy: StampedePolicy,
-    name = key,
+    name?: string,
     tags = policy.tags,
   ): Promise<T> {
-    const m = this.metrics.for(name);
+    const e = name === undefined ? this.metrics.entry(key, UNNAMED_CALL) : this.metrics.entry(name);
+    const m = e.counts;
     m.calls++;
     const held = this.fromL1<T>(key, policy, tags);
     if (held) {
       m.hits++;
       m.l1Hits++;
+      if (this.telemetry.traceL1Hits) e.telemetry.start(key)?.end('l1', false, false, false);
       this.maybeRecomputeEarly(
-        { key, loader, policy, m, stamp: tags && this.tags.stamp(tags) },
+        { key, loader, policy, m, e, stamp: tags && this.tags.stamp(tags) },
         held,
       );
       return held.v;
     }
-    const run = async () => {
+    const flow = async (): Promise<Outcome<T>> => {
       if (!policy.cache) {
         const controller = new AbortController();
-        const running = this.load(loader, m, controller, policy);
+        const running = this.load(loader, e, controller, policy);
         return {
-          value: await this.withHardTimeout(running, { key, policy, m }, controller),
+          value: await this.withHardTimeout(running, { key, policy, m, e }, controller),
           hit: false,
+          loaded: true,
         };
       }
       const stamp = tags?.length ? await this.tagStamp(tags, m) : undefined;
-      return this.resolve({ key, loader, policy, m, stamp });
+      return this.resolve({ key, loader, policy, m, e, stamp });
+    };
+    // The call that goes to the store (or the loader) is traced; callers that join it in this
+    // process are not: they reach neither.
+    const run = (): Promise<Outcome<T>> => {
+      const span = e.telemetry.start(key);
+      return span ? traced(span, flow) : flow();
     };
     let outcome: Outcome<T>;
     if (policy.singleFlight) {
-      const { promise, joined } = this.flights.run(key, run as () => Promise<Outcome<unknown>>);
-      if (joined) m.joins++;
-      outcome = (await promise) as Outcome<T>;
+      const flight = this.flights.run(key, run as () => Promise<Outcome<unknown>>);
+      if (flight.joined) m.joins++;
+      outcome = (await flight.promise) as Outcome<T>;
     } else {
       outcome = await run();
     }
     if (policy.cache) {
       if (outcome.hit) {
         m.hits++;
+        if (outcome.fromL1) m.l1Hits++;
         if (outcome.stale || this.refreshing.has(key)) m.staleServes++;
       } else {
         m.misses++;
@@ -195,6 +244,7 @@ export class StampedeEngine {
   async close(): Promise<void> {
     this.closed = true;
     await Promise.allSettled([...this.background]);
+    this.unobserve();
   }
 
   private apply(message: InvalidationMessage): void {
@@ -235,10 +285,12 @@ export class StampedeEngine {
   private async tagStamp(tags: string[], m: MethodMetrics): Promise<Record<string, number>> {
     const missing = this.tags.missing(tags);
     if (missing.length > 0) {
+      const wasDown = this.storeDownSince !== undefined;
       try {
         const versions = this.store.tagVersions
           ? await this.store.tagVersions(missing)
           : missing.map(() => 0);
+        if (wasDown) this.storeAnswered();
         missing.forEach((tag, i) => this.tags.learn(tag, versions[i]));
       } catch (err) {
         this.noteStoreError(err, m); // the versions known here serve meanwhile
@@ -279,11 +331,13 @@ export class StampedeEngine {
   private async resolve<T>(call: Call<T>): Promise<Outcome<T>> {
     const { key, policy } = call;
     let envelope: Envelope<T> | undefined;
+    const wasDown = this.storeDownSince !== undefined;
     try {
       envelope = policy.lock ? await this.sharedRead<T>(key) : await this.store.get<T>(key);
     } catch (err) {
       return this.withoutStore(call, err);
     }
+    if (wasDown) this.storeAnswered();
     envelope = await this.usable(call, envelope);
     if (envelope) {
       this.hold(call, envelope);
@@ -303,8 +357,11 @@ export class StampedeEngine {
         // the refresh failed: load as on any miss
       }
     }
-    if (policy.lock) return { value: await this.loadUnderLock(call), hit: false };
-    return { value: await this.loadAndStore(call), hit: false };
+    if (policy.lock) {
+      const { value, waited, loaded, joined } = await this.loadUnderLock(call);
+      return { value, hit: false, waited, loaded, joined };
+    }
+    return { value: await this.loadAndStore(call), hit: false, loaded: true };
   }
 
   /**
@@ -328,22 +385,31 @@ export class StampedeEngine {
    * or waits for its holder, the others join it (as they would wait for a holder elsewhere), so
    * a crowd of callers costs one lock attempt and one wait, not one each.
    */
-  private loadUnderLock<T>(call: Call<T>): Promise<T> {
-    const { promise, joined } = this.lockFlights.run(call.key, () => this.lockAndLoad(call));
-    if (joined) call.m.joins++;
-    return promise as Promise<T>;
+  private loadUnderLock<T>(call: Call<T>): Promise<LockOutcome<T>> {
+    const run = this.lockFlights.run(call.key, () => this.lockAndLoad(call));
+    const promise = run.promise as Promise<LockOutcome<T>>;
+    if (!run.joined) return promise;
+    call.m.joins++;
+    return promise.then((o) => ({ value: o.value, waited: o.waited, loaded: false, joined: true }));
   }
 
-  private async lockAndLoad<T>(call: Call<T>): Promise<T> {
-    const { key, m } = call;
+  private async lockAndLoad<T>(call: Call<T>): Promise<LockOutcome<T>> {
+    const { key, m, e } = call;
     const lock = call.policy.lock!;
     const token = randomUUID();
     const deadline = this.clock.now() + lock.wait;
     let waitStart: number | undefined;
+    let waited = false;
+    /** Ends a wait; returns how long it lasted. */
     const endWait = () => {
-      if (waitStart !== undefined) m.lockWaitMs += this.clock.now() - waitStart;
+      if (waitStart === undefined) return 0;
+      const ms = this.clock.now() - waitStart;
+      m.lockWaitMs += ms;
+      e.telemetry.lockWaited(ms);
       waitStart = undefined;
+      return ms;
     };
+    const served = (value: T, loaded = false): LockOutcome<T> => ({ value, waited, loaded });
     // A first attempt costs no subscription; a caller that must wait watches the key, then
     // tries again as a registered waiter, so the holder's fill notifies it.
     let watch: FillWatch | undefined;
@@ -355,35 +421,44 @@ export class StampedeEngine {
     try {
       for (;;) {
         let step;
+        const wasDown = this.storeDownSince !== undefined;
         try {
           step = await this.store.readOrLock<T>(key, token, lock.ttl, watch !== undefined);
         } catch (err) {
           endWait();
-          return (await this.withoutStore(call, err)).value;
+          const fallback = await this.withoutStore(call, err);
+          return served(fallback.value, fallback.loaded);
         }
+        if (wasDown) this.storeAnswered();
         if (step.kind === 'hit') {
           if (!(await this.usable(call, step.envelope))) continue;
           endWait();
           this.hold(call, step.envelope);
-          return step.envelope.v;
+          return served(step.envelope.v);
         }
         if (step.kind === 'locked') {
           endWait();
           stopWatching();
-          return this.loadAndStore(call, token);
+          return served(await this.loadAndStore(call, token), true);
         }
         const now = this.clock.now();
         if (waitStart === undefined) {
           waitStart = now;
+          waited = true;
           m.lockWaits++;
         }
         const remaining = deadline - now;
         if (remaining <= 0) {
-          endWait();
+          const waitedMs = endWait();
           stopWatching();
           m.lockTimeouts++;
           this.logger?.warn(`waited ${lock.wait} ms for the lock of "${key}"; loading without it`);
-          return this.loadAndStore(call);
+          this.events.emit('stampede.lock.timeout', {
+            method: e.label,
+            keyPattern: keyPattern(key),
+            waitedMs,
+          });
+          return served(await this.loadAndStore(call), true);
         }
         if (!watch) {
           watch = this.store.watch(key);
@@ -410,11 +485,12 @@ export class StampedeEngine {
           if (envelope) {
             endWait();
             this.hold(call, envelope);
-            return envelope.v;
+            return served(envelope.v);
           }
         } catch (err) {
           endWait();
-          return (await this.withoutStore(call, err)).value;
+          const fallback = await this.withoutStore(call, err);
+          return served(fallback.value, fallback.loaded);
         }
       }
     } finally {
@@ -434,12 +510,12 @@ export class StampedeEngine {
    * load may still finish and fill the cache.
    */
   private loadAndStore<T>(call: Call<T>, token?: string): Promise<T> {
-    const { key, policy, m } = call;
+    const { key, policy, e } = call;
     const extender =
       token && policy.lock?.autoExtend ? this.autoExtend(key, token, policy.lock.ttl) : undefined;
     const started = this.clock.now();
     const controller = new AbortController();
-    const loaded = this.load(call.loader, m, controller, policy);
+    const loaded = this.load(call.loader, e, controller, policy);
     // The value is stored even when the callers gave up on it (hard timeout).
     const stored = loaded
       .then(
@@ -467,6 +543,7 @@ export class StampedeEngine {
   ): Promise<void> {
     const { key, policy, m } = call;
     const storable = value !== undefined && (value !== null || policy.cacheNull);
+    const wasDown = this.storeDownSince !== undefined;
     try {
       if (storable) {
         const ttl = policy.jitter
@@ -481,34 +558,40 @@ export class StampedeEngine {
       } else if (token) {
         await this.store.unlock(key, token);
       }
+      if (wasDown && (storable || token)) this.storeAnswered();
     } catch (err) {
       // The value is still returned; the lock, if any, expires on its own.
       this.noteStoreError(err, m);
     }
   }
 
-  /** Runs a loader with its AbortSignal (also reachable through currentLoadSignal()), counted. */
+  /** Runs a loader with its AbortSignal (also reachable through currentLoadSignal()), counted and timed. */
   private async load<T>(
     loader: Loader<T>,
-    m: MethodMetrics,
+    e: MethodEntry,
     controller: AbortController,
     policy: StampedePolicy,
   ): Promise<T> {
-    m.loads++;
+    e.counts.loads++;
+    const started = this.clock.now();
     try {
       // Only a hard timeout aborts the signal. Without one, the loader runs outside the
       // AsyncLocalStorage: on Node 20 its first use turns on promise hooks for the whole process.
-      if (!policy.timeout?.hard) return await loader(controller.signal);
-      return await loadSignals.run(controller.signal, () => loader(controller.signal));
+      const value = await (policy.timeout?.hard
+        ? loadSignals.run(controller.signal, () => loader(controller.signal))
+        : loader(controller.signal));
+      e.telemetry.loaded(this.clock.now() - started);
+      return value;
     } catch (err) {
-      m.errors++;
+      e.counts.errors++;
+      e.telemetry.loaded(this.clock.now() - started);
       throw err;
     }
   }
 
   private withHardTimeout<T>(
     running: Promise<T>,
-    call: Pick<Call<T>, 'key' | 'policy' | 'm'>,
+    call: Pick<Call<T>, 'key' | 'policy' | 'm' | 'e'>,
     controller: AbortController,
   ): Promise<T> {
     const hard = call.policy.timeout?.hard;
@@ -517,6 +600,11 @@ export class StampedeEngine {
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => {
         call.m.timeouts++;
+        this.events.emit('stampede.load.timeout', {
+          method: call.e.label,
+          keyPattern: keyPattern(call.key),
+          timeoutMs: hard,
+        });
         const error = new StampedeTimeoutError(
           `loading "${call.key}" took longer than ${hard} ms (timeout.hard); it may still finish and fill the cache`,
         );
@@ -543,16 +631,19 @@ export class StampedeEngine {
    * keep the value, so that a stalled Redis does not turn into a backend stampede.
    */
   private async withoutStore<T>(call: Call<T>, err: unknown): Promise<Outcome<T>> {
-    const { key, policy, m } = call;
+    const { key, policy, m, e } = call;
     this.noteStoreError(err, m);
     const now = this.clock.now();
     const held = this.heldValue(call, now);
-    if (held) return { value: held.v, hit: true, stale: held.e <= now };
+    if (held) {
+      const fromL1 = this.l1 !== undefined && policy.l1;
+      return { value: held.v, hit: true, stale: held.e <= now, fromL1 };
+    }
     const { promise, joined } = this.fallbackLoads.run(key, async () => {
       const started = this.clock.now();
       const controller = new AbortController();
       const value = await this.withHardTimeout(
-        this.load(call.loader, m, controller, policy),
+        this.load(call.loader, e, controller, policy),
         call,
         controller,
       );
@@ -566,19 +657,38 @@ export class StampedeEngine {
       return value;
     });
     if (joined) m.joins++;
-    return { value: (await promise) as T, hit: false };
+    return { value: (await promise) as T, hit: false, loaded: !joined, joined };
   }
 
   private noteStoreError(err: unknown, m: MethodMetrics): void {
     m.storeErrors++;
     const now = this.clock.now();
+    const message = err instanceof Error ? err.message : String(err);
     if (now - this.lastStoreWarning >= 10_000) {
       this.lastStoreWarning = now;
-      const message = err instanceof Error ? err.message : String(err);
       this.logger?.warn(
         `${this.store.name} store unavailable (${message}); answering from the loader`,
       );
     }
+    if (this.storeDownSince === undefined) {
+      // Edge-triggered: one event per transition, however many calls fail meanwhile.
+      this.storeDownSince = now;
+      this.events.emit('stampede.store.unavailable', { store: this.store.name, error: message });
+    }
+  }
+
+  /**
+   * A store operation that started while the store was failing has succeeded: it is back. (One
+   * that started before the failure proves nothing, hence the callers' `wasDown`.)
+   */
+  private storeAnswered(): void {
+    const since = this.storeDownSince;
+    if (since === undefined) return;
+    this.storeDownSince = undefined;
+    this.events.emit('stampede.store.recovered', {
+      store: this.store.name,
+      downMs: Math.max(0, this.clock.now() - since),
+    });
   }
 
   /** At most one warning per 10 s, like the store's; it says how many failures it stands for. */
@@ -633,6 +743,7 @@ export class StampedeEngine {
     const task = (async (): Promise<{ value: T } | undefined> => {
       let token: string | undefined;
       let release = true;
+      let span: TracedCall | undefined;
       try {
         if (policy.lock) {
           token = randomUUID();
@@ -647,17 +758,29 @@ export class StampedeEngine {
           }
         }
         if (early) m.earlyRecomputes++;
-        const load = this.loadAndStore(call, token);
+        span = call.e.telemetry.start(key, true);
+        const load = span
+          ? span.run(() => this.loadAndStore(call, token))
+          : this.loadAndStore(call, token);
         this.refreshLoads.set(key, load);
         try {
           const value = await load;
           this.retryAt.delete(key);
+          span?.end('none', false, true, false);
           return { value };
         } finally {
           this.refreshLoads.delete(key);
         }
       } catch (err) {
-        if (!early) m.failSafes++;
+        span?.end('none', false, true, false, err);
+        if (!early) {
+          m.failSafes++;
+          this.events.emit('stampede.failsafe', {
+            method: call.e.label,
+            keyPattern: keyPattern(key),
+            error: err instanceof Error ? err.message : String(err),
+          });
+        }
         if (this.retryAt.size >= 10_000) this.retryAt.clear();
         this.retryAt.set(key, this.clock.now() + policy.graceBackoff);
         this.noteRefreshFailure(key, err, early);
@@ -681,4 +804,22 @@ export class StampedeEngine {
     timer.unref();
     return timer;
   }
+}
+
+/** Runs one call's flow inside its span, and ends the span with what the flow did. */
+async function traced<T>(span: TracedCall, flow: () => Promise<Outcome<T>>): Promise<Outcome<T>> {
+  let outcome: Outcome<T>;
+  try {
+    outcome = await span.run(flow);
+  } catch (err) {
+    span.end('none', false, false, false, err);
+    throw err;
+  }
+  span.end(
+    outcome.fromL1 ? 'l1' : outcome.hit ? 'store' : 'none',
+    outcome.waited === true,
+    outcome.loaded === true,
+    outcome.joined === true,
+  );
+  return outcome;
 }

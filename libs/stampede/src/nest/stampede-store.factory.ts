@@ -105,6 +105,25 @@ function validateOptions(options: StampedeModuleOptions): void {
       'StampedeModule: serializer needs serialize(value): string and deserialize(text): unknown',
     );
   }
+  if (options.telemetry !== undefined) {
+    if (typeof options.telemetry !== 'object' || options.telemetry === null) {
+      throw new StampedeConfigError(
+        'StampedeModule: telemetry must be an object: { metrics?, tracing?, traceL1Hits? }',
+      );
+    }
+    for (const [name, value] of Object.entries(options.telemetry)) {
+      if (!['metrics', 'tracing', 'traceL1Hits'].includes(name)) {
+        throw new StampedeConfigError(
+          `StampedeModule: unknown telemetry option ${name}; known: metrics, tracing, traceL1Hits`,
+        );
+      }
+      if (value !== undefined && typeof value !== 'boolean') {
+        throw new StampedeConfigError(
+          `StampedeModule: telemetry.${name} must be a boolean, got ${String(value)}`,
+        );
+      }
+    }
+  }
   if (
     options.cooldown !== undefined &&
     !(typeof options.cooldown === 'number' && options.cooldown >= 0)

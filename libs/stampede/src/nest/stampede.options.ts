@@ -3,6 +3,7 @@ import type { CacheManagerLike } from '../cache-manager/cache-manager-store';
 import type { Duration } from '../core/duration';
 import type { StampedeSerializer } from '../core/envelope';
 import type { StampedeStore } from '../core/store';
+import type { TelemetryOptions } from '../telemetry/telemetry.options';
 
 export interface StampedeModuleOptions {
   /**
@@ -32,4 +33,10 @@ export interface StampedeModuleOptions {
   l1?: boolean | { maxEntries?: number; maxBytes?: number };
   /** How values are written to the store (and kept in L1). Default JSON. */
   serializer?: StampedeSerializer;
+  /**
+   * Metrics and traces through the OpenTelemetry API (`@opentelemetry/api`, an optional peer).
+   * Both on by default: without an SDK registered they cost nothing measurable; without the API
+   * installed they are off. `traceL1Hits` also traces calls answered by the in-process tier.
+   */
+  telemetry?: TelemetryOptions;
 }

@@ -1,9 +1,13 @@
-import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
 import { toMs } from '../core/duration';
+import { StampedeEventListener, StampedeEventName, StampedeEvents } from '../core/events';
 import type { MethodMetrics } from '../core/metrics';
 import { PolicyOptions, resolvePolicy, StampedePolicy } from '../core/policy';
 import { Loader, StampedeEngine } from '../core/stampede-engine';
 import type { StampedeStore } from '../core/store';
+import { createTelemetry } from '../telemetry/otel-telemetry';
+import { findEventEmitter } from './event-emitter.bridge';
 import { codecOf, l1Limits } from './stampede-store.factory';
 import { STAMPEDE_STORE } from './stampede.constants';
 import { STAMPEDE_MODULE_OPTIONS } from './stampede.module-definition';
@@ -13,34 +17,68 @@ export const DEFAULT_TTL_MS = 60_000;
 
 /**
  * The get-or-load flow for use without decorators; the decorated methods go through it too.
- * Closes the store on application shutdown.
+ * Reports through OpenTelemetry (see the `telemetry` option) and raises operator events (`on()`,
+ * and @nestjs/event-emitter when the app imported EventEmitterModule). Closes the store on
+ * application shutdown.
  */
 @Injectable()
-export class StampedeService implements OnApplicationShutdown {
+export class StampedeService implements OnModuleInit, OnApplicationShutdown {
   readonly defaultTtl: number;
   private readonly engine: StampedeEngine;
+  private readonly events: StampedeEvents;
   private readonly policies = new WeakMap<PolicyOptions, StampedePolicy>();
 
   constructor(
     @Inject(STAMPEDE_STORE) readonly store: StampedeStore,
     @Inject(STAMPEDE_MODULE_OPTIONS) options: StampedeModuleOptions,
+    private readonly moduleRef: ModuleRef,
   ) {
     this.defaultTtl =
       options.defaultTtl === undefined
         ? DEFAULT_TTL_MS
         : toMs(options.defaultTtl, 'StampedeModule defaultTtl');
     const logger = new Logger('Stampede');
+    this.events = new StampedeEvents((err) =>
+      logger.warn(
+        `a stampede event listener threw: ${err instanceof Error ? err.message : String(err)}`,
+      ),
+    );
     this.engine = new StampedeEngine({
       store,
       logger: { warn: (message) => logger.warn(message) },
       l1: l1Limits(options.l1),
       codec: codecOf(options),
+      telemetry: createTelemetry(options.telemetry),
+      events: this.events,
     });
+  }
+
+  /** Forwards the events to @nestjs/event-emitter, for `@OnEvent('stampede.store.unavailable')`. */
+  onModuleInit(): void {
+    const emitter = findEventEmitter(this.moduleRef);
+    if (emitter) this.events.sink = (event, payload) => emitter.emit(event, payload);
+  }
+
+  /**
+   * Listens to an operator event: `stampede.lock.timeout`, `stampede.store.unavailable`,
+   * `stampede.store.recovered`, `stampede.load.timeout`, `stampede.failsafe` (see
+   * STAMPEDE_EVENTS). Listeners run synchronously: keep them short.
+   */
+  on<E extends StampedeEventName>(event: E, listener: StampedeEventListener<E>): this {
+    this.events.on(event, listener);
+    return this;
+  }
+
+  /** Stops a listener added with `on()`. */
+  off<E extends StampedeEventName>(event: E, listener: StampedeEventListener<E>): this {
+    this.events.off(event, listener);
+    return this;
   }
 
   /**
    * Returns the cached value of `key`, or runs `loader` once (per key, per the policy) and caches it.
-   * `policy` defaults to caching with the module's defaultTtl; `name` groups the metrics (default: the key).
+   * `policy` defaults to caching with the module's defaultTtl; `name` groups the metrics (default:
+   * the key in `metrics()`, and `getOrLoad` in OpenTelemetry, which never sees keys).
    */
   getOrLoad<T>(
     key: string,
@@ -48,7 +86,7 @@ export class StampedeService implements OnApplicationShutdown {
     policy: PolicyOptions = {},
     name?: string,
   ): Promise<T> {
-    return this.engine.getOrLoad(key, loader, this.policyFor(policy), name ?? key);
+    return this.engine.getOrLoad(key, loader, this.policyFor(policy), name);
   }
 
   /** Runs a call with an already validated policy (what the decorated methods use). */
