@@ -6,7 +6,7 @@ import { partitionStreams } from '@nest-redis-resilience/stream-batch-ack';
 import { LocalCluster, startLocalCluster } from '../../scripts/lib/local-cluster';
 import { freePort } from '../support/throwaway-redis';
 import { waitFor } from '../support/wait';
-import { AppProcess, candleTotals, runCollector, writeTicks } from './support';
+import { AppProcess, candleTotals, firstPrices, runCollector, writeTicks } from './support';
 
 /*
  * `npm run demo:cluster` as a test (issue 16, item 2), on a throwaway Redis Cluster of 3 masters
@@ -159,6 +159,9 @@ describe('both demos on a Redis Cluster (npm run demo:cluster)', () => {
     // Applied once in total (a duplicate would be skipped, not applied), by all three.
     expect(perConsumer.reduce((a, b) => a + b, 0)).toBe(3000);
     for (const n of perConsumer) expect(n).toBeGreaterThan(0);
+    // The ticks page's feed reads the latest prices of symbols in every partition (slot).
+    const prices = await firstPrices(consumers[1].url!);
+    expect(prices.map((p) => p.symbol)).toEqual(expect.arrayContaining([...ticks.expected.keys()]));
     // The partitions' streams are spread over the three masters.
     const owners = new Set(
       await Promise.all(

@@ -157,3 +157,30 @@ export async function runCollector(
     throw new Error(`collector failed (${code}):\n${collector.output.slice(-3000)}`);
   return JSON.parse(last) as { published: number; failed: number; volume: number };
 }
+
+/** The first `prices` event of the ticks page's live feed (`/_/events`): latest price per symbol. */
+export async function firstPrices(baseUrl: string): Promise<{ symbol: string; price: number }[]> {
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), 30_000);
+  try {
+    const res = await fetch(`${baseUrl}/_/events`, { signal: abort.signal });
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`the feed ended before a prices event: ${text.slice(0, 500)}`);
+      text += decoder.decode(value, { stream: true });
+      for (const message of text.split('\n\n').slice(0, -1)) {
+        const lines = message.split('\n');
+        if (!lines.includes('event: prices')) continue;
+        const data = lines.filter((l) => l.startsWith('data: ')).map((l) => l.slice(6));
+        return (JSON.parse(data.join('\n')) as { prices: { symbol: string; price: number }[] })
+          .prices;
+      }
+    }
+  } finally {
+    clearTimeout(timer);
+    abort.abort();
+  }
+}

@@ -186,20 +186,32 @@ export class CandleStore {
     return { symbol, price: Number(p), ts: Number(ts) };
   }
 
-  /** The latest price of each of `symbols` that has one, in the order given (one round trip). */
+  /** The latest price of each of `symbols` that has one, in the order given (one round trip per stream). */
   async latestMany(symbols: readonly string[]): Promise<LatestPrice[]> {
     if (symbols.length === 0) return [];
-    const pipeline = this.redis.pipeline();
-    for (const symbol of symbols) pipeline.hmget(this.key(`last:${symbol}`), 'p', 'ts');
-    const replies = (await pipeline.exec()) ?? [];
-    const out: LatestPrice[] = [];
-    replies.forEach(([err, reply], i) => {
-      if (err) throw err;
-      const [p, ts] = reply as (string | null)[];
-      if (p !== null && ts !== null)
-        out.push({ symbol: symbols[i], price: Number(p), ts: Number(ts) });
-    });
-    return out;
+    // One pipeline per stream: a symbol's keys are in its stream's slot (one per Cluster slot).
+    const byStream = new Map<string, string[]>();
+    for (const symbol of symbols) {
+      const stream = this.placement.streamOf(symbol);
+      const names = byStream.get(stream);
+      if (names) names.push(symbol);
+      else byStream.set(stream, [symbol]);
+    }
+    const found = new Map<string, LatestPrice>();
+    await Promise.all(
+      [...byStream].map(async ([stream, names]) => {
+        const pipeline = this.redis.pipeline();
+        for (const symbol of names) pipeline.hmget(this.key(`last:${symbol}`, stream), 'p', 'ts');
+        const replies = (await pipeline.exec()) ?? [];
+        replies.forEach(([err, reply], i) => {
+          if (err) throw err;
+          const [p, ts] = reply as (string | null)[];
+          if (p !== null && ts !== null)
+            found.set(names[i], { symbol: names[i], price: Number(p), ts: Number(ts) });
+        });
+      }),
+    );
+    return symbols.flatMap((symbol) => found.get(symbol) ?? []);
   }
 
   /** The last `limit` candles of `symbol` (oldest first), or undefined for an unknown symbol. */
