@@ -183,7 +183,7 @@ async function main() {
       `    shorten:         curl -s -XPOST ${first}/urls -H 'content-type: application/json' -d '{"url":"https://nestjs.com"}'`,
       `    redirect:        curl -si ${shorteners[1]}/1   (any instance; one database lookup per code per TTL across all three)`,
       `    lookups:         curl -s ${first}/metrics | grep db_lookups_total`,
-      `  Ticks consumers    ${consumers.join('  ')}  (one group over ${partitions} partitions of "ticks")`,
+      `  Ticks consumers    ${consumers.join('  ')}  (the page at /; one group over ${partitions} partitions of "ticks")`,
       `    candles:         ${consumers[0]}/symbols/SYM001/candles?interval=1m&limit=5`,
       `    health:          ${consumers[0]}/health  (lag and pending per partition)`,
       `  Collector          ${symbols} symbols x ${ratePerSymbol}/s = ${rate} ticks/s, partitioned by symbol`,
