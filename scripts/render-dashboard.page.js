@@ -21,7 +21,8 @@
     percentunit: (v) => `${(v * 100).toFixed(1)} %`,
     reqps: (v) => `${fmt(v)}/s`,
     ops: (v) => `${fmt(v)} ops/s`,
-    bytes: (v) => (v >= 2 ** 20 ? `${(v / 2 ** 20).toFixed(0)} MiB` : `${(v / 1024).toFixed(0)} KiB`),
+    bytes: (v) =>
+      v >= 2 ** 20 ? `${(v / 2 ** 20).toFixed(0)} MiB` : `${(v / 1024).toFixed(0)} KiB`,
     short: (v) => fmt(v),
     none: (v) => fmt(v),
   };
