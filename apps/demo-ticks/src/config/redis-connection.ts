@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { RedisStreamsConnection } from '@nest-redis-resilience/stream-batch-ack';
 import type { RedisSettings } from './ticks-env.schema';
@@ -23,11 +24,23 @@ export function transportConnection(redis: RedisSettings): RedisStreamsConnectio
 
 /** The app's own connection (candles, HTTP reads, health): a Redis, or a Cluster client. */
 export function createTicksRedis(redis: RedisSettings, connectionName: string): TicksRedis {
-  if (!redis.clusterNodes) return new Redis(redis.url, { maxRetriesPerRequest: 2, connectionName });
-  return new Cluster(redis.clusterNodes, {
-    redisOptions: { ...nodeOptions(redis.url), maxRetriesPerRequest: 2, connectionName },
-    clusterRetryStrategy: (times) => Math.min(times * 100, 2000),
+  const client = !redis.clusterNodes
+    ? new Redis(redis.url, { maxRetriesPerRequest: 2, connectionName })
+    : new Cluster(redis.clusterNodes, {
+        redisOptions: { ...nodeOptions(redis.url), maxRetriesPerRequest: 2, connectionName },
+        clusterRetryStrategy: (times) => Math.min(times * 100, 2000),
+      });
+  // One line per outage, not one per reconnection attempt (ioredis retries by itself; /health
+  // reports the outage).
+  const logger = new Logger('TicksRedis');
+  let reported = false;
+  client.on('error', (err: Error) => {
+    if (reported) return;
+    reported = true;
+    logger.warn(`Redis connection error: ${err.message} (retrying; /health says down meanwhile)`);
   });
+  client.on('ready', () => (reported = false));
+  return client;
 }
 
 /** Where the app's Redis is, for logs: the URL or the Cluster's seed nodes. */
