@@ -87,8 +87,7 @@ describe('the same ticks delivered twice (a lost batch XACK)', () => {
     await redis.call('XGROUP', 'SETID', stream, 'candles', '0');
     await waitFor(
       'B skipped every redelivered entry',
-      async () =>
-        b!.server.metrics().duplicatesSkipped.memory - before === fixture.length,
+      async () => b!.server.metrics().duplicatesSkipped.memory - before === fixture.length,
     );
     await waitFor(
       'B acknowledged them',

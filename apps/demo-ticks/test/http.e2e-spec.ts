@@ -160,7 +160,10 @@ describe('HTTP API', () => {
     expect(metricSum(body, 'redis_streams_xack_ids_sum', stream)).toBe(fixture.length);
     expect(ticks.server.metrics()).toMatchObject({ xackCalls: xacks, xackIds: fixture.length });
     expect(
-      metricSum(body, 'messaging_process_duration_count', { ...stream, redis_streams_batch: 'true' }),
+      metricSum(body, 'messaging_process_duration_count', {
+        ...stream,
+        redis_streams_batch: 'true',
+      }),
     ).toBe(ticks.server.metrics().batches);
     expect(body).toMatch(/^# TYPE redis_streams_group_pending gauge$/m);
     expect(body).toMatch(/^target_info\{service_name="demo-ticks"/m);

@@ -42,7 +42,10 @@ function metricsControllerFor(
     override async index(
       @Res({ passthrough: true }) response: { header(name: string, value: string): unknown },
     ): Promise<string> {
-      const [own, libraries] = await Promise.all([registry.metrics(), otelPrometheusText(exporter)]);
+      const [own, libraries] = await Promise.all([
+        registry.metrics(),
+        otelPrometheusText(exporter),
+      ]);
       response.header('Content-Type', registry.contentType);
       return `${own.endsWith('\n') ? own : `${own}\n`}${libraries}`;
     }
