@@ -383,7 +383,7 @@ export async function runDemoTicksBench(
         groupInfo(redis, stream),
       ]);
       const handled = m.counters.get('ticks_handled_total') ?? 0;
-      const xacks = m.counters.get('xack_calls_total') ?? 0;
+      const xacks = m.counters.get('redis_streams_xack_calls_total') ?? 0;
       if (handled > prev.handled) lastHandledAt = Date.now();
       const secs = options.sampleMs / 1000;
       timeline.push({
@@ -418,7 +418,8 @@ export async function runDemoTicksBench(
     for (const interval of ['1m', '5m', '30m'])
       sums[interval] = await candleSums(redis, prefix, interval);
     const consumerSeconds = (lastHandledAt - started) / 1000;
-    const xackCalls = final.counters.get('xack_calls_total') ?? 0;
+    // The transport's XACKs, recorded through OpenTelemetry (redis_streams_xack_*).
+    const xackCalls = final.counters.get('redis_streams_xack_calls_total') ?? 0;
     // "Steady" latency window: the second half of the publishing period (after warm-up, before drain).
     const at = (ms: number) => latencySamples.find((x) => x.elapsed >= ms)?.buckets;
     const steadyStart = at(options.durationMs * 0.5);
@@ -434,7 +435,10 @@ export async function runDemoTicksBench(
       handled: final.counters.get('ticks_handled_total') ?? 0,
       consumerSeconds,
       drainedAfterMs: drainedAt === null ? null : drainedAt - (stats.endedAt ?? started),
-      duplicatesSkipped: final.counters.get('ticks_duplicates_skipped_total') ?? 0,
+      // Skipped by the transport (its LRU and Redis records), and by the candle script (the app's).
+      duplicatesSkipped:
+        (final.counters.get('redis_streams_messages_duplicates_skipped_total') ?? 0) +
+        (final.counters.get('ticks_duplicates_skipped_total') ?? 0),
       deadLettered: final.counters.get('ticks_dead_lettered_total') ?? 0,
       e2eP50Ms: histogramQuantile(final.latencyBuckets, 0.5),
       e2eP99Ms: histogramQuantile(final.latencyBuckets, 0.99),
@@ -444,7 +448,8 @@ export async function runDemoTicksBench(
       xackPerSecond: consumerSeconds > 0 ? xackCalls / consumerSeconds : 0,
       xackPerSecondMax: Math.max(0, ...timeline.map((r) => r.xackPerS)),
       serverXackCalls: xackServer,
-      meanAckBatch: xackCalls > 0 ? (final.counters.get('ack_batch_size_sum') ?? 0) / xackCalls : 0,
+      meanAckBatch:
+        xackCalls > 0 ? (final.counters.get('redis_streams_xack_ids_sum') ?? 0) / xackCalls : 0,
       rssMaxMb: Math.max(0, ...timeline.map((r) => r.rssMb).filter(Number.isFinite)),
       rssEndMb: timeline.length ? timeline[timeline.length - 1].rssMb : NaN,
       volumePublished: stats.volume,

@@ -62,7 +62,10 @@ export class ShortenerProcess {
     throw new Error(`the shortener did not become healthy:\n${output.join('')}`);
   }
 
-  /** shortener_db_lookups_total and the cache's store errors (Redis failed or timed out), from /metrics. */
+  /**
+   * shortener_db_lookups_total (the app's) and stampede_store_errors_total (the cache's store
+   * errors, Redis failed or timed out; recorded by the library through OpenTelemetry), from /metrics.
+   */
   async counters(): Promise<{ dbLookups: number; storeErrors: number }> {
     const text = await (await fetch(`${this.baseUrl}/metrics`)).text();
     const sum = (name: string) => {
@@ -74,7 +77,7 @@ export class ShortenerProcess {
     };
     return {
       dbLookups: sum('shortener_db_lookups_total'),
-      storeErrors: sum('shortener_stampede_store_errors_total'),
+      storeErrors: sum('stampede_store_errors_total'),
     };
   }
 

@@ -4,6 +4,7 @@ import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify
 import { parseShortenerEnv, ShortenerEnv } from './config';
 import { fastifyOptions } from './http/fastify-options';
 import { HttpErrorFilter } from './http/http-error.filter';
+import { registerOtelPrometheus } from './metrics/otel-prometheus';
 import { ShortenerModule } from './shortener.module';
 
 export interface CreateShortenerAppOptions {
@@ -21,6 +22,9 @@ export async function createShortenerApp(
   options: CreateShortenerAppOptions = {},
 ): Promise<NestFastifyApplication> {
   const config = parseShortenerEnv(env);
+  // Before the app exists: StampedeModule takes its meter from the global MeterProvider when it
+  // starts (the libraries' metrics on /metrics). Once per process.
+  registerOtelPrometheus();
   const adapter = new FastifyAdapter(fastifyOptions(config.http));
   // JSON only: Fastify answers any other body 415. text/plain (parsed by default),
   // urlencoded and multipart are what a cross-site HTML form can send without a preflight.

@@ -3,6 +3,7 @@ import { startTicksApp, TicksApp } from '../src/ticks-app.factory';
 import {
   deleteKeys,
   expectedCandles,
+  metricSum,
   metricValue,
   publish,
   randomPrefix,
@@ -135,20 +136,48 @@ describe('HTTP API', () => {
     });
   });
 
-  it('GET /metrics counts ticks, XACK calls and their sizes, and the e2e latency', async () => {
+  it('GET /metrics: the app metrics, prom-client process metrics, then the transport metrics (OpenTelemetry)', async () => {
+    await waitFor('every XACK sent', async () => ticks.server.pendingAcks === 0);
     const { status, body, type } = await get('/metrics');
     expect(status).toBe(200);
-    expect(type).toContain('text/plain');
+    expect(type).toMatch(/^text\/plain;/);
+    expect(type).toContain('version=0.0.4');
+    // The app's own.
     expect(metricValue(body, 'ticks_handled_total')).toBe(fixture.length);
-    const xacks = metricValue(body, 'xack_calls_total');
-    expect(xacks).toBeGreaterThan(0);
-    expect(metricValue(body, 'ack_batch_size_count')).toBe(xacks);
-    expect(metricValue(body, 'ack_batch_size_sum')).toBe(fixture.length);
     expect(metricValue(body, 'tick_e2e_latency_seconds_count')).toBe(fixture.length);
-    expect(metricValue(body, 'ticks_batch_duration_seconds_count')).toBeGreaterThan(0);
     expect(metricValue(body, 'ticks_dead_lettered_total')).toBe(0);
+    expect(metricValue(body, 'ticks_duplicates_skipped_total', 'layer="effect"')).toBe(0);
     expect(body).toContain('\nticks_reclaim_backlog 0\n');
     expect(body).toContain('\nack_queue_size 0\n');
+    // The transport's, for this app's stream: deliveries, XACKs and their sizes, batch durations.
+    const stream = { messaging_destination_name: ticks.config.consumer.stream };
+    expect(metricSum(body, 'messaging_client_consumed_messages_total', stream)).toBe(
+      fixture.length,
+    );
+    const xacks = metricSum(body, 'redis_streams_xack_calls_total', stream);
+    expect(xacks).toBeGreaterThan(0);
+    expect(metricSum(body, 'redis_streams_xack_ids_count', stream)).toBe(xacks);
+    expect(metricSum(body, 'redis_streams_xack_ids_sum', stream)).toBe(fixture.length);
+    expect(ticks.server.metrics()).toMatchObject({ xackCalls: xacks, xackIds: fixture.length });
+    expect(
+      metricSum(body, 'messaging_process_duration_count', {
+        ...stream,
+        redis_streams_batch: 'true',
+      }),
+    ).toBe(ticks.server.metrics().batches);
+    expect(body).toMatch(/^# TYPE redis_streams_group_pending gauge$/m);
+    expect(body).toMatch(/^target_info\{service_name="demo-ticks"/m);
+    // The app's former copies of the transport's figures are gone.
+    for (const name of [
+      'xack_calls_total',
+      'xack_errors_total',
+      'ack_batch_size',
+      'handlers_in_flight',
+      'ticks_handler_errors_total',
+      'ticks_batch_duration_seconds',
+      'collector_ticks_published_total',
+    ])
+      expect(body).not.toContain(`# TYPE ${name} `);
     // prom-client's default metrics (registered by PrometheusModule)
     for (const name of [
       'process_resident_memory_bytes',
@@ -157,9 +186,12 @@ describe('HTTP API', () => {
       'nodejs_heap_size_used_bytes',
     ])
       expect(body).toContain(`# TYPE ${name} `);
-    // durations are in seconds
+    expect(body).toMatch(/^process_cpu_seconds_total /m);
+    // durations are in seconds; no metric family twice (the registry and the exporter)
     const names = [...body.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]);
     expect(names.filter((n) => /_ms(_|$)|millis/.test(n))).toEqual([]);
+    expect(body).not.toMatch(/^\w+_ms_total[{ ]/m);
+    expect(names.filter((n, i) => names.indexOf(n) !== i)).toEqual([]);
   });
 });
 

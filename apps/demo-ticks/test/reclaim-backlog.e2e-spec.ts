@@ -139,6 +139,7 @@ describe('entries left pending by a dead consumer are reclaimed fast, exactly on
 
     expect(await live.metrics.value('ticks_handled_total')).toBe(N);
     expect(await live.metrics.value('ticks_duplicates_skipped_total')).toBe(0);
+    expect(live.server.metrics().duplicatesSkipped).toEqual({ memory: 0, redis: 0 });
     for (const symbol of SYMBOLS)
       for (const interval of ['1m', '5m', '30m'])
         expect(await fetchCandles(live.url, symbol, interval)).toEqual(

@@ -67,6 +67,7 @@ describe('replaying a fixed file of ticks through the in-process collector', () 
   it('each tick was applied once: trade counts and volumes add up to the file', async () => {
     expect(await ticks.metrics.value('ticks_handled_total')).toBe(fixture.length);
     expect(await ticks.metrics.value('ticks_duplicates_skipped_total')).toBe(0);
+    expect(ticks.server.metrics().duplicatesSkipped).toEqual({ memory: 0, redis: 0 });
     let trades = 0;
     let volume = 0;
     for (const symbol of ['AAA', 'BBB', 'CCC'])
@@ -92,7 +93,8 @@ describe('replaying a fixed file of ticks through the in-process collector', () 
       'no entry pending',
       async () => (await pendingCount(redis, ticks.config.consumer.stream, 'candles')) === 0,
     );
-    const xacks = await ticks.metrics.value('xack_calls_total');
+    const { xackCalls: xacks, xackIds } = ticks.server.metrics();
+    expect(xackIds).toBe(fixture.length);
     expect(xacks).toBeGreaterThan(0);
     expect(xacks).toBeLessThan(fixture.length / 10);
   });

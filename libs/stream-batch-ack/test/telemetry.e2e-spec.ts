@@ -222,6 +222,8 @@ describe('OpenTelemetry SDK registered: metrics, spans, events', () => {
     expect(points(all, 'redis_streams.group.lag', match).map((p) => p.value)).toEqual([0]);
     expect(server.metrics().delivered).toBe(N);
     expect(server.metrics().succeeded).toBe(N);
+    // The same XACKs, in process: calls and ids acknowledged.
+    expect(server.metrics()).toMatchObject({ xackCalls: xacks, xackIds: N });
 
     const processSpans = spansOf(`process ${STREAM}`);
     expect(processSpans).toHaveLength(N);

@@ -1,5 +1,7 @@
 /** The app's own prom-client Registry (one per app, so that two apps in one process keep their own). */
 export const METRICS_REGISTRY = Symbol('shortener:metrics-registry');
+/** The PrometheusExporter of the global MeterProvider (otel-prometheus.ts): the libraries' metrics. */
+export const OTEL_PROMETHEUS = Symbol('shortener:otel-prometheus');
 
 /** Database lookups of a code (cache misses, or every redirect with the cache off), by result. */
 export const DB_LOOKUPS_TOTAL = 'shortener_db_lookups_total';

@@ -1,45 +1,21 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { ModuleRef } from '@nestjs/core';
-import { StampedeService } from '@nest-redis-resilience/stampede';
-import type { MethodMetrics } from '@nest-redis-resilience/stampede';
 import {
   makeCounterProvider,
   makeHistogramProvider,
   PrometheusModule,
 } from '@willsoto/nestjs-prometheus';
-import { Counter, Registry } from 'prom-client';
+import { Registry } from 'prom-client';
 import {
   DB_LOOKUPS_TOTAL,
   DB_QUERY_DURATION_SECONDS,
   HTTP_REQUEST_DURATION_SECONDS,
   METRICS_REGISTRY,
+  OTEL_PROMETHEUS,
   REDIRECTS_TOTAL,
 } from './metrics.constants';
 import { MetricsController } from './metrics.controller';
+import { registerOtelPrometheus } from './otel-prometheus';
 import { ShortenerMetrics } from './shortener-metrics';
-
-/**
- * Prometheus names of the stampede counters (see MethodMetrics in @nest-redis-resilience/stampede),
- * with the factor to the exported unit (the library counts lock waits in ms; exported in seconds).
- */
-const STAMPEDE_COUNTERS: Record<keyof MethodMetrics, [name: string, help: string, scale?: number]> =
-  {
-    calls: ['calls_total', 'Calls of the cached method'],
-    hits: ['hits_total', 'Calls answered from the cache'],
-    misses: ['misses_total', 'Calls that found no cached value'],
-    loads: ['loads_total', 'Loader executions'],
-    joins: ['joins_total', 'Calls that joined a load in flight in this process (single-flight)'],
-    lockWaits: ['lock_waits_total', "Times a caller waited for another caller's lock"],
-    lockWaitMs: ['lock_wait_seconds_total', 'Seconds spent waiting for locks', 1 / 1000],
-    lockTimeouts: ['lock_timeouts_total', 'Lock waits that gave up and loaded without the lock'],
-    earlyRecomputes: ['early_recomputes_total', 'XFetch recomputations before expiry'],
-    l1Hits: ['l1_hits_total', 'Calls answered from the in-process tier'],
-    staleServes: ['stale_serves_total', 'Calls served while a refresh ran, or stale within grace'],
-    failSafes: ['fail_safes_total', 'Failed refreshes within grace: the stale value was kept'],
-    timeouts: ['timeouts_total', 'Loads past their hard timeout'],
-    errors: ['errors_total', 'Loader errors'],
-    storeErrors: ['store_errors_total', 'Cache operations that failed (Redis down or slow)'],
-  };
 
 /** Request durations: from well under a millisecond (a cached redirect) to the timeouts. */
 const HTTP_BUCKETS = [
@@ -47,35 +23,17 @@ const HTTP_BUCKETS = [
 ];
 
 /**
- * GET /metrics through @willsoto/nestjs-prometheus: the default process metrics
- * (process_*, nodejs_*), shortener_db_lookups_total, shortener_redirects_total, request and database call durations
- * (histograms, seconds), and the stampede counters of the cached lookup per method. Each app
- * gets its own Registry, so that two apps in one process (tests) do not share or clash.
+ * GET /metrics: this app's prom-client registry, through @willsoto/nestjs-prometheus (the default
+ * process_* and nodejs_* metrics, shortener_db_lookups_total, shortener_redirects_total, request
+ * and database call durations in seconds), followed by what the libraries record through
+ * OpenTelemetry (stampede_*, from the exporter of otel-prometheus.ts). Each app gets its own
+ * Registry, so that two apps in one process (tests) do not share or clash.
  */
 @Module({})
 export class ShortenerMetricsModule {
   static forRoot(): DynamicModule {
     const registry = new Registry();
     const registers = [registry];
-    const stampedeCounters = Object.entries(STAMPEDE_COUNTERS).map(([field, [name, help, scale]]) =>
-      makeCounterProvider({
-        name: `shortener_stampede_${name}`,
-        help: `${help} (from @nest-redis-resilience/stampede)`,
-        labelNames: ['method'],
-        registers,
-        // Looked up at scrape time: StampedeModule's options depend on the database, which
-        // depends on these metrics, so StampedeService cannot be injected here.
-        inject: [ModuleRef],
-        // Read at scrape time from the library's own counters.
-        collect(this: Counter<string>, moduleRef: ModuleRef) {
-          const stampede = moduleRef.get(StampedeService, { strict: false });
-          this.reset();
-          for (const [method, m] of Object.entries(stampede.metrics())) {
-            this.inc({ method }, m[field as keyof MethodMetrics] * (scale ?? 1));
-          }
-        },
-      }),
-    );
     const providers = [
       makeCounterProvider({
         name: DB_LOOKUPS_TOTAL,
@@ -102,7 +60,6 @@ export class ShortenerMetricsModule {
         buckets: HTTP_BUCKETS,
         registers,
       }),
-      ...stampedeCounters,
     ];
     return {
       module: ShortenerMetricsModule,
@@ -116,10 +73,12 @@ export class ShortenerMetricsModule {
       ],
       providers: [
         { provide: METRICS_REGISTRY, useValue: registry },
+        // Registered by createShortenerApp before the app is created; the same exporter here.
+        { provide: OTEL_PROMETHEUS, useFactory: registerOtelPrometheus },
         ...providers,
         ShortenerMetrics,
       ],
-      exports: [METRICS_REGISTRY, ShortenerMetrics],
+      exports: [METRICS_REGISTRY, OTEL_PROMETHEUS, ShortenerMetrics],
     };
   }
 }

@@ -13,7 +13,7 @@ import {
 /**
  * What the app records itself: database lookups of codes, redirects, the duration of each HTTP
  * request (a Fastify onResponse hook, so that errors answered before any handler count too) and
- * of each database call. The stampede counters are read at scrape time (metrics.providers.ts).
+ * of each database call. The stampede library records its own (otel-prometheus.ts).
  */
 @Injectable()
 export class ShortenerMetrics implements OnModuleInit {

@@ -226,21 +226,20 @@ export function describeShortenerApi(
       expect(res.body.details.redis.status).toBe('up');
     });
 
-    it('exports the lookup counter and the stampede counters of resolve on /metrics', async () => {
+    it('exports the lookup counter and the stampede library metrics of resolve on /metrics', async () => {
       const res = await http.get('/metrics').expect(200);
-      expect(res.headers['content-type']).toMatch(/^text\/plain/);
+      expect(res.headers['content-type']).toBe('text/plain; version=0.0.4; charset=utf-8');
       const lookups = [...res.text.matchAll(/^shortener_db_lookups_total\{[^}]*\} (\d+)$/gm)];
       expect(lookups.reduce((s, m) => s + Number(m[1]), 0)).toBe(await dbLookups(app));
-      const calls = /^shortener_stampede_calls_total\{method="UrlResolver.resolve"\} (\d+)$/m.exec(
+      // From the library, through OpenTelemetry (the app's own shortener_stampede_* are gone).
+      const resolve = 'stampede_method="UrlResolver.resolve"';
+      const calls = new RegExp(`^stampede_calls_total\\{${resolve},[^}]*\\} (\\d+)$`, 'm').exec(
         res.text,
       );
       expect(Number(calls?.[1])).toBeGreaterThan(20);
-      expect(res.text).toMatch(
-        /^shortener_stampede_hits_total\{method="UrlResolver.resolve"\} \d+$/m,
-      );
-      expect(res.text).toMatch(
-        /^shortener_stampede_lock_wait_seconds_total\{method="UrlResolver.resolve"\} [\d.e-]+$/m,
-      );
+      expect(res.text).toMatch(new RegExp(`^stampede_hits_total\\{${resolve},[^}]*\\} \\d+$`, 'm'));
+      expect(res.text).toMatch(/^target_info\{service_name="demo-shortener"/m);
+      expect(res.text).not.toMatch(/^shortener_stampede_/m);
     });
 
     it('exports the default process metrics and durations in seconds, never in ms', async () => {
@@ -265,6 +264,11 @@ export function describeShortenerApi(
         /^shortener_db_query_duration_seconds_count\{operation="find_by_code",outcome="ok"\} [1-9]\d*$/m,
       );
       expect(text).not.toMatch(/_ms(_total|_bucket|_sum|_count)?[{ ]/);
+      expect(text).not.toMatch(/^\w+_ms_total[{ ]/m);
+      expect(text).toMatch(/^process_cpu_seconds_total /m);
+      // The app's registry and the OpenTelemetry exporter: no metric family twice.
+      const families = [...text.matchAll(/^# TYPE (\w+) /gm)].map((m) => m[1]);
+      expect(families.filter((name, i) => families.indexOf(name) !== i)).toEqual([]);
     });
 
     it('lists the last links created on GET /_/recent, newest first, with their redirect counts', async () => {

@@ -2,7 +2,10 @@
  * The app's Prometheus metrics with @willsoto/nestjs-prometheus. Each app has its own prom-client
  * Registry (passed to the metric providers, the default metrics and the /metrics controller)
  * rather than prom-client's global one, so that two apps in one process (the e2e tests) neither
- * share counters nor register the default metrics twice.
+ * share counters nor register the default metrics twice. What the transport records itself
+ * (deliveries, handler durations, XACKs, duplicates it skipped, in-flight entries, group lag and
+ * pending) comes from @nest-redis-resilience/stream-batch-ack through OpenTelemetry
+ * (otel-prometheus.ts) and follows the registry's text on GET /metrics.
  */
 import { Controller, DynamicModule, Get, Provider, Res, Type } from '@nestjs/common';
 import {
@@ -12,7 +15,8 @@ import {
   PrometheusController,
   PrometheusModule,
 } from '@willsoto/nestjs-prometheus';
-import type { Counter, Gauge, Registry } from 'prom-client';
+import type { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
+import type { Gauge, Registry } from 'prom-client';
 import type { Cluster, Redis } from 'ioredis';
 import { ServerRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
 import { configToken } from '../config/ticks-config.module';
@@ -20,38 +24,55 @@ import type { ConsumerSettings } from '../config/ticks-env.schema';
 import { measureReclaimBacklog } from '../consumer/reclaim-backlog';
 import { tickPlacement } from '../config/tick-streams';
 import { TICKS_REDIS } from '../ticks.constants';
+import { otelPrometheusText, registerOtelPrometheus } from './otel-prometheus';
 
 export const TICKS_METRICS_REGISTRY = Symbol('TICKS_METRICS_REGISTRY');
 
-/** GET /metrics of one app: PrometheusController, serving the app's registry. */
-function metricsControllerFor(registry: Registry): Type<PrometheusController> {
+/**
+ * GET /metrics of one app: its registry (app metrics, process_*, nodejs_*), then the libraries'
+ * metrics from the OpenTelemetry exporter (messaging_*, redis_streams_*, target_info). One text
+ * format (0.0.4); the two parts have no metric name in common.
+ */
+function metricsControllerFor(
+  registry: Registry,
+  exporter: PrometheusExporter,
+): Type<PrometheusController> {
   @Controller()
   class TicksMetricsController extends PrometheusController {
     @Get()
     override async index(
       @Res({ passthrough: true }) response: { header(name: string, value: string): unknown },
     ): Promise<string> {
+      const [own, libraries] = await Promise.all([
+        registry.metrics(),
+        otelPrometheusText(exporter),
+      ]);
       response.header('Content-Type', registry.contentType);
-      return registry.metrics();
+      return `${own.endsWith('\n') ? own : `${own}\n`}${libraries}`;
     }
   }
   return TicksMetricsController;
 }
 
-/** PrometheusModule with prom-client's default metrics (process_*, nodejs_*), on GET /metrics. */
+/**
+ * PrometheusModule with prom-client's default metrics (process_*, nodejs_*), on GET /metrics,
+ * with the exporter of the global MeterProvider (registered once per process, before the app is
+ * created: ticks-app.factory.ts).
+ */
 export function ticksPrometheusModule(registry: Registry): DynamicModule {
   return PrometheusModule.register({
     defaultMetrics: { enabled: true, config: { register: registry } },
     path: '/metrics',
-    controller: metricsControllerFor(registry),
+    controller: metricsControllerFor(registry, registerOtelPrometheus()),
   });
 }
 
-/** The app-specific metrics, injectable with `@InjectMetric(name)`. */
+/**
+ * The app-specific metrics, injectable with `@InjectMetric(name)`. The transport's own figures
+ * are not copied here: see the README, "Metrics".
+ */
 export function ticksMetricProviders(registry: Registry): Provider[] {
   const registers = [registry];
-  /** The transport's duplicate counts already added to ticks_duplicates_skipped_total. */
-  const transportSeen = { memory: 0, redis: 0 };
   return [
     { provide: TICKS_METRICS_REGISTRY, useValue: registry },
     makeCounterProvider({
@@ -61,50 +82,14 @@ export function ticksMetricProviders(registry: Registry): Provider[] {
     }),
     makeCounterProvider({
       name: 'ticks_duplicates_skipped_total',
-      help: 'Deliveries of a stream entry already applied: layer "memory" and "redis" = skipped by the transport\'s idempotency check (its in-process LRU, its Redis records), "effect" = caught by the candle script, which marks a record done in the same step as it applies the tick.',
+      help: 'Deliveries of a stream entry already applied that got past the transport\'s idempotency check and were caught by the candle script (layer "effect"), which marks a record done in the same step as it applies the tick. The transport\'s own skips: redis_streams_messages_duplicates_skipped_total.',
       labelNames: ['layer'],
       registers,
-      inject: [ServerRedisStreams],
-      // Adds what the transport skipped since the last scrape.
-      collect(this: Counter, server: ServerRedisStreams) {
-        const { duplicatesSkipped } = server.metrics();
-        for (const layer of ['memory', 'redis'] as const) {
-          const delta = duplicatesSkipped[layer] - transportSeen[layer];
-          if (delta > 0) this.inc({ layer }, delta);
-          transportSeen[layer] = duplicatesSkipped[layer];
-        }
-      },
     }),
     makeCounterProvider({
       name: 'ticks_dead_lettered_total',
       help: 'Ticks the consumer moved to the dead-letter stream (invalid, outside the time window, or overflowing a candle volume).',
       labelNames: ['reason'],
-      registers,
-    }),
-    makeCounterProvider({
-      name: 'ticks_handler_errors_total',
-      help: 'Batches whose handling failed (their entries stay pending and are retried).',
-      registers,
-    }),
-    makeCounterProvider({
-      name: 'xack_calls_total',
-      help: 'XACK commands sent by the consumer (batched acknowledgements).',
-      registers,
-    }),
-    makeCounterProvider({
-      name: 'xack_errors_total',
-      help: 'XACK commands that failed (they are retried).',
-      registers,
-    }),
-    makeCounterProvider({
-      name: 'collector_ticks_published_total',
-      help: 'Ticks published by the in-process collector.',
-      registers,
-    }),
-    makeHistogramProvider({
-      name: 'ack_batch_size',
-      help: 'Entry ids per XACK command.',
-      buckets: [1, 10, 50, 100, 200, 300, 400, 500, 750, 1000],
       registers,
     }),
     makeHistogramProvider({
@@ -116,28 +101,13 @@ export function ticksMetricProviders(registry: Registry): Provider[] {
       ],
       registers,
     }),
-    makeHistogramProvider({
-      name: 'ticks_batch_duration_seconds',
-      help: 'Time the consumer spent on one batch: validation, candle scripts, dead letters.',
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-      registers,
-    }),
     makeGaugeProvider({
       name: 'ack_queue_size',
-      help: 'Handled entries whose batched XACK is not sent yet.',
+      help: 'Handled entries whose batched XACK is not sent yet (server.pendingAcks).',
       registers,
       inject: [ServerRedisStreams],
       collect(this: Gauge, server: ServerRedisStreams) {
         this.set(server.pendingAcks);
-      },
-    }),
-    makeGaugeProvider({
-      name: 'handlers_in_flight',
-      help: 'Stream entries being handled now.',
-      registers,
-      inject: [ServerRedisStreams],
-      collect(this: Gauge, server: ServerRedisStreams) {
-        this.set(server.inFlightCount);
       },
     }),
     makeGaugeProvider({

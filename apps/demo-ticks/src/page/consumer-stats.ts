@@ -7,16 +7,16 @@
 export interface ConsumerSample {
   /** ms since the epoch */
   at: number;
-  /** ticks_handled_total: ticks folded into candles. */
+  /** ticks_handled_total (the app's counter): ticks folded into candles. */
   handled: number;
-  /** xack_calls_total: XACK commands sent. */
+  /** `server.metrics().xackCalls`: XACK commands that succeeded. */
   xacks: number;
-  /** Sum of the ack_batch_size histogram: ids acknowledged by those XACKs. */
+  /** `server.metrics().xackIds`: ids acknowledged by those XACKs. */
   ackedIds: number;
 }
 
 export interface ConsumerRates {
-  /** Ticks handled per second; null without an earlier sample. */
+  /** Ticks folded into candles per second; null without an earlier sample. */
   ticksPerSec: number | null;
   /** XACK commands per second; null without an earlier sample. */
   xacksPerSec: number | null;

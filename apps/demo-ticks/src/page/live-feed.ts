@@ -164,11 +164,9 @@ export class TicksLiveFeed implements BeforeApplicationShutdown {
 
   private async readStats(): Promise<ConsumerStats> {
     const at = Date.now();
-    const [handled, xacks, ackedIds] = await Promise.all([
-      this.metrics.value('ticks_handled_total'),
-      this.metrics.value('xack_calls_total'),
-      this.histogramSum('ack_batch_size'),
-    ]);
+    const handled = await this.metrics.value('ticks_handled_total');
+    // The transport's own counters (the same XACKs as redis_streams_xack_calls_total / _ids).
+    const { xackCalls: xacks, xackIds: ackedIds } = this.server.metrics();
     const sample = { at, handled, xacks, ackedIds };
     const rates = consumerRates(this.previous, sample);
     this.previous = sample;
@@ -190,14 +188,5 @@ export class TicksLiveFeed implements BeforeApplicationShutdown {
       inFlight: this.server.inFlightCount,
       ...(typeof group.message === 'string' ? { problem: group.message } : {}),
     };
-  }
-
-  private async histogramSum(name: string): Promise<number> {
-    const metric = this.metrics.registry.getSingleMetric(name);
-    if (!metric) return 0;
-    const { values } = await metric.get();
-    return values
-      .filter((v) => 'metricName' in v && v.metricName === `${name}_sum`)
-      .reduce((sum, v) => sum + v.value, 0);
   }
 }

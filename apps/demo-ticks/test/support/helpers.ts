@@ -165,6 +165,23 @@ export function metricValue(text: string, name: string, labels = ''): number {
   return line ? Number(line.split(' ').pop()) : 0;
 }
 
+/**
+ * The sum of the series of `name` in a Prometheus text page whose labels include `labels` (other
+ * labels allowed): for the libraries' metrics, whose series carry several attributes.
+ */
+export function metricSum(text: string, name: string, labels: Record<string, string> = {}): number {
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    const m = /^(\w+)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const have = new Map(
+      [...(m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((l) => [l[1], l[2]]),
+    );
+    if (Object.entries(labels).every(([k, v]) => have.get(k) === v)) sum += Number(m[3]);
+  }
+  return sum;
+}
+
 /** Entry ids whose tick was applied: their idempotency record (group "candles") is "done". */
 export async function appliedIds(
   redis: Redis,

@@ -233,6 +233,8 @@ export class ServerTelemetry {
 
   /** An XACK of `count` ids succeeded. */
   acked(stream: string, count: number): void {
+    this.counters.xackCalls++;
+    this.counters.xackIds += count;
     if (this.m) {
       const a = this.attributes(stream).settle;
       this.m.xackCalls.add(1, a);

@@ -22,6 +22,10 @@ export interface RedisStreamsServerMetrics {
   possibleDuplicates: number;
   /** Batch handler calls. */
   batches: number;
+  /** `XACK` commands that succeeded (the batched acknowledgements). */
+  xackCalls: number;
+  /** Entry ids acknowledged by those commands (`xackIds / xackCalls`: ids per `XACK`). */
+  xackIds: number;
 }
 
 export function emptyServerMetrics(): RedisStreamsServerMetrics {
@@ -35,5 +39,7 @@ export function emptyServerMetrics(): RedisStreamsServerMetrics {
     inProgressSkipped: 0,
     possibleDuplicates: 0,
     batches: 0,
+    xackCalls: 0,
+    xackIds: 0,
   };
 }
