@@ -18,7 +18,7 @@
         : v < 1
           ? `${(v * 1e3).toFixed(1)} ms`
           : `${v.toFixed(2)} s`,
-    percentunit: (v) => `${(v * 100).toFixed(1)} %`,
+    percentunit: (v) => `${(v * 100).toFixed(v > 0.99 && v < 1 ? 2 : 1)} %`,
     reqps: (v) => `${fmt(v)}/s`,
     ops: (v) => `${fmt(v)} ops/s`,
     bytes: (v) =>
@@ -99,7 +99,7 @@
               stroke: '#8e8e9e',
               grid: { stroke: '#2a2d33' },
               ticks: { stroke: '#2a2d33' },
-              size: 70,
+              size: 92,
               values: (u, vals) => vals.map(unit),
             },
           ],

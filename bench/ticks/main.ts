@@ -31,7 +31,7 @@
  *   --json <file>              also write every number as JSON
  *   --otel none,api,sdk        run each library row once per OpenTelemetry setup of the consumer
  *                              (bench/ticks/otel-setup.ts): none = @opentelemetry/api not resolvable,
- *                              api = the API without an SDK, sdk = MeterProvider + Prometheus exporter
+ *                              api = the API without an SDK, sdk-metrics = MeterProvider + Prometheus exporter, sdk = that
  *                              (collected once at the end) + tracer provider with a batch span
  *                              processor to a no-op exporter; adds a table of msgs/s and CPU vs none.
  *                              Default: as installed (the API, no SDK), no extra table.
@@ -901,7 +901,7 @@ export const OTEL_COLUMNS: Column<OtelCostRow>[] = [
 
 const OTEL_LEGEND =
   'otel: none = @opentelemetry/api not resolvable in the consumer; api = the API without an SDK; ' +
-  'sdk = MeterProvider + Prometheus exporter (one collection at the end) + tracer provider, batch span processor, ' +
+  'sdk-metrics = MeterProvider + Prometheus exporter only; sdk = MeterProvider + Prometheus exporter (one collection at the end) + tracer provider, batch span processor, ' +
   'no-op exporter. Targets: api >= -2 % msgs/s, sdk >= -10 % msgs/s vs none (medians with --repeat).';
 
 export interface TicksReport {

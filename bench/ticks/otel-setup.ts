@@ -6,6 +6,7 @@
  *   sdk   a MeterProvider with the Prometheus exporter as reader (no HTTP server: collected once at
  *         the end, as one scrape), and a tracer provider with a BatchSpanProcessor to an exporter
  *         that drops the spans; the AsyncLocalStorage context manager
+ *   sdk-metrics  the MeterProvider with the Prometheus exporter only (no tracer provider)
  */
 import Module from 'node:module';
 import type { OtelMode } from './protocol';
@@ -29,7 +30,8 @@ export function setupOtel(mode: OtelMode | undefined): OtelSetup {
       };
     return { finish: () => Promise.resolve(undefined) };
   }
-  if (mode !== 'sdk') return { finish: () => Promise.resolve(undefined) };
+  if (mode !== 'sdk' && mode !== 'sdk-metrics') return { finish: () => Promise.resolve(undefined) };
+  const tracing = mode === 'sdk';
   const api = require('@opentelemetry/api') as typeof import('@opentelemetry/api');
   const { MeterProvider } =
     require('@opentelemetry/sdk-metrics') as typeof import('@opentelemetry/sdk-metrics');
@@ -53,15 +55,17 @@ export function setupOtel(mode: OtelMode | undefined): OtelSetup {
       }),
     ],
   });
-  api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   api.metrics.setGlobalMeterProvider(meterProvider);
-  api.trace.setGlobalTracerProvider(tracerProvider);
+  if (tracing) {
+    api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    api.trace.setGlobalTracerProvider(tracerProvider);
+  }
   return {
     finish: async () => {
       const { resourceMetrics } = await prometheus.collect();
       const text = new PrometheusSerializer().serialize(resourceMetrics);
       await tracerProvider.forceFlush();
-      if (exportedSpans === 0) throw new Error('--otel sdk: no span was exported');
+      if (tracing && exportedSpans === 0) throw new Error('--otel sdk: no span was exported');
       if (!text.includes('messaging_client_consumed_messages'))
         throw new Error('--otel sdk: the scrape lacks messaging.client.consumed.messages');
       await Promise.all([meterProvider.shutdown(), tracerProvider.shutdown()]);

@@ -24,8 +24,8 @@ export type Variant =
 export type Mode = 'fixed' | 'max' | 'drain';
 
 /** `--otel`: none (API not resolvable), api (API, no SDK), sdk (metrics + traces SDK); see otel-setup.ts. */
-export type OtelMode = 'none' | 'api' | 'sdk';
-export const OTEL_MODES: readonly OtelMode[] = ['none', 'api', 'sdk'];
+export type OtelMode = 'none' | 'api' | 'sdk' | 'sdk-metrics';
+export const OTEL_MODES: readonly OtelMode[] = ['none', 'api', 'sdk', 'sdk-metrics'];
 
 export const VARIANTS: readonly Variant[] = [
   'per-message',
