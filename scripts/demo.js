@@ -12,14 +12,14 @@
  * - The collector publishes COLLECTOR_SYMBOLS x COLLECTOR_RATE ticks/s (default 100 x 20) and
  *   logs the rate it reaches every 10 s.
  */
-const { spawn, spawnSync } = require('node:child_process');
+const { spawn } = require('node:child_process');
 const { randomBytes } = require('node:crypto');
-const { existsSync, mkdtempSync, readdirSync, rmSync, statSync } = require('node:fs');
+const { mkdtempSync, rmSync } = require('node:fs');
 const { tmpdir } = require('node:os');
 const path = require('node:path');
 const { Redis } = require('ioredis');
+const { root, buildIfStale, entryArgs } = require('./lib/build-if-stale');
 
-const root = path.resolve(__dirname, '..');
 const fromSource = process.argv.includes('--from-source');
 const host = process.env.HOST ?? '127.0.0.1';
 const shortenerPort = process.env.SHORTENER_PORT ?? '3000';
@@ -30,41 +30,6 @@ const dataDir = mkdtempSync(path.join(tmpdir(), 'nest-redis-resilience-demo-'));
 const symbols = process.env.COLLECTOR_SYMBOLS ?? '100';
 const ratePerSymbol = process.env.COLLECTOR_RATE ?? '20';
 const say = (line) => process.stdout.write(`[demo] ${line}\n`);
-
-const ENTRIES = {
-  shortener: ['apps/demo-shortener/src/main.ts', 'dist/apps/demo-shortener/main.js'],
-  ticks: ['apps/demo-ticks/src/main.ts', 'dist/apps/demo-ticks/main.js'],
-  collector: ['apps/demo-ticks/src/collector.main.ts', 'dist/apps/demo-ticks/collector.main.js'],
-};
-
-/** Newest modification time of the sources below `dir`: TypeScript and the pages' files. */
-function newestSource(dir) {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const file = path.join(dir, entry.name);
-    if (entry.isDirectory()) newest = Math.max(newest, newestSource(file));
-    else if (/\.(ts|html|css|js)$/.test(entry.name)) newest = Math.max(newest, statSync(file).mtimeMs);
-  }
-  return newest;
-}
-
-function buildIfStale() {
-  const built = Object.values(ENTRIES).map(([, out]) => path.join(root, out));
-  built.push(
-    ...['stampede', 'stream-batch-ack'].map((p) => path.join(root, 'libs', p, 'dist', 'index.js')),
-  );
-  const sources = ['apps', 'libs/stampede/src', 'libs/stream-batch-ack/src'].map((d) =>
-    newestSource(path.join(root, d)),
-  );
-  const stale = built.some((f) => !existsSync(f) || statSync(f).mtimeMs < Math.max(...sources));
-  if (!stale) return;
-  say('building the packages and apps once (npm run build)...');
-  const result = spawnSync('npm', ['run', 'build'], { cwd: root, stdio: 'inherit' });
-  if (result.status !== 0) {
-    say('the build failed; see above');
-    process.exit(result.status ?? 1);
-  }
-}
 
 const common = { HOST: host, REDIS_URL: redisUrl, LOG_LEVEL: process.env.LOG_LEVEL ?? 'log' };
 const processes = [
@@ -105,11 +70,7 @@ let stopping = false;
 
 function start() {
   children = processes.map(({ name, env }) => {
-    const [source, built] = ENTRIES[name];
-    const args = fromSource
-      ? ['-r', path.join(root, 'scripts', 'register-ts.js'), path.join(root, source)]
-      : [path.join(root, built)];
-    const child = spawn(process.execPath, args, {
+    const child = spawn(process.execPath, entryArgs(name, fromSource), {
       cwd: root,
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -189,7 +150,10 @@ process.on('SIGINT', () => void stop(0));
 process.on('SIGTERM', () => void stop(0));
 
 async function main() {
-  if (!fromSource) buildIfStale();
+  if (!fromSource && !buildIfStale(say)) {
+    say('the build failed; see above');
+    process.exit(1);
+  }
   say(
     `starting (${fromSource ? 'from the TypeScript sources' : 'the built apps'}; Redis ${redisUrl}, key prefix ${prefix})`,
   );

@@ -1,6 +1,6 @@
 /*
  * Builds the packages and the apps (npm run build) when a built entry point is missing or older
- * than the newest TypeScript source, as scripts/demo.js does; used by scripts/demo-cluster.js.
+ * than the newest source (TypeScript, the pages' files); used by scripts/demo.js and scripts/demo-cluster.js.
  */
 const { spawnSync } = require('node:child_process');
 const { existsSync, readdirSync, statSync } = require('node:fs');
