@@ -17,12 +17,12 @@
  * - Ctrl-C (or any instance exiting) stops everything: the apps, the Redis servers, the
  *   temporary directory (SQLite file included), within 5 s.
  */
-const { spawn } = require('node:child_process');
 const { mkdtempSync, rmSync } = require('node:fs');
 const { tmpdir } = require('node:os');
 const path = require('node:path');
 const { startLocalCluster } = require('./lib/local-cluster');
-const { buildIfStale, entryArgs, root } = require('./lib/build-if-stale');
+const { buildIfStale } = require('./lib/build-if-stale');
+const { launchApp, waitReady } = require('./lib/app-processes');
 
 const fromSource = process.argv.includes('--from-source');
 const host = process.env.HOST ?? '127.0.0.1';
@@ -48,44 +48,19 @@ let children = [];
 let stopping = false;
 
 function launch(name, app, env) {
-  const child = spawn(process.execPath, entryArgs(app, fromSource), {
-    cwd: root,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  for (const stream of [child.stdout, child.stderr]) {
-    let buffered = '';
-    stream.on('data', (chunk) => {
-      buffered += chunk;
-      const lines = buffered.split('\n');
-      buffered = lines.pop();
-      for (const line of lines) process.stdout.write(`[${name}] ${line}\n`);
-    });
-  }
-  child.on('exit', (code, signal) => {
-    process.stdout.write(`[${name}] exited (${signal ?? code})\n`);
+  const child = launchApp(name, app, {
+    env,
+    fromSource,
     // Ctrl-C in a terminal signals the whole process group: a child stopped by a signal is a stop.
-    if (!stopping) void stop(signal ? 0 : code || 1);
+    onExit: (code, signal) => {
+      if (!stopping) void stop(signal ? 0 : code || 1);
+    },
   });
   children.push(child);
   return child;
 }
 
-/** Resolves once `url` answers 200, or rejects after `timeoutMs`. */
-async function ready(url, timeoutMs) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
-      if (res.status === 200) return;
-    } catch {
-      // not listening yet
-    }
-    if (stopping) throw new Error('stopped');
-    if (Date.now() > deadline) throw new Error(`${url} did not answer 200 within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+const ready = (url, timeoutMs) => waitReady(url, timeoutMs, () => stopping);
 
 async function stop(code = 0) {
   if (stopping) return;

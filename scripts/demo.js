@@ -12,13 +12,13 @@
  * - The collector publishes COLLECTOR_SYMBOLS x COLLECTOR_RATE ticks/s (default 100 x 20) and
  *   logs the rate it reaches every 10 s.
  */
-const { spawn } = require('node:child_process');
 const { randomBytes } = require('node:crypto');
 const { mkdtempSync, rmSync } = require('node:fs');
 const { tmpdir } = require('node:os');
 const path = require('node:path');
 const { Redis } = require('ioredis');
-const { root, buildIfStale, entryArgs } = require('./lib/build-if-stale');
+const { buildIfStale } = require('./lib/build-if-stale');
+const { launchApp, waitReady } = require('./lib/app-processes');
 
 const fromSource = process.argv.includes('--from-source');
 const host = process.env.HOST ?? '127.0.0.1';
@@ -69,45 +69,19 @@ let children = [];
 let stopping = false;
 
 function start() {
-  children = processes.map(({ name, env }) => {
-    const child = spawn(process.execPath, entryArgs(name, fromSource), {
-      cwd: root,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    for (const stream of [child.stdout, child.stderr]) {
-      let buffered = '';
-      stream.on('data', (chunk) => {
-        buffered += chunk;
-        const lines = buffered.split('\n');
-        buffered = lines.pop();
-        for (const line of lines) process.stdout.write(`[${name}] ${line}\n`);
-      });
-    }
-    child.on('exit', (code, signal) => {
-      process.stdout.write(`[${name}] exited (${signal ?? code})\n`);
+  children = processes.map(({ name, env }) =>
+    launchApp(name, name, {
+      env,
+      fromSource,
       // Ctrl-C in a terminal signals the whole process group: a child stopped by a signal is a stop.
-      if (!stopping) void stop(signal ? 0 : code || 1);
-    });
-    return child;
-  });
+      onExit: (code, signal) => {
+        if (!stopping) void stop(signal ? 0 : code || 1);
+      },
+    }),
+  );
 }
 
-/** Resolves once `url` answers 200, or rejects after `timeoutMs`. */
-async function ready(url, timeoutMs) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
-      if (res.status === 200) return;
-    } catch {
-      // not listening yet
-    }
-    if (stopping) throw new Error('stopped');
-    if (Date.now() > deadline) throw new Error(`${url} did not answer 200 within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+const ready = (url, timeoutMs) => waitReady(url, timeoutMs, () => stopping);
 
 /** Deletes every key of this run's prefix; returns how many. */
 async function removeKeys() {
