@@ -4,6 +4,7 @@ import { DecodedEntry, decodeEntry, RequestInfo } from '../core/entry-codec';
 import { describeError, MalformedEntryError, MaxDeliveriesExceededError } from '../core/errors';
 import { LruCache } from '../core/lru-cache';
 import type { IdempotencyStore } from '../idempotency/idempotency.store';
+import type { IdempotentOptions } from '../idempotency/idempotency.options';
 import type { StreamPartition } from '../partitions/partition-layout';
 import type { DeadLetterReason, DeadLetterWriter } from './dead-letter-writer';
 import type { FlowGate } from './flow-gate';
@@ -29,16 +30,7 @@ export interface Route {
   /** `@MessagePattern(stream)`: the handler's result is the reply of a request. */
   replies: boolean;
   idempotent?: {
-    key?: (
-      data: any,
-      ctx: {
-        stream: string;
-        id: string;
-        headers: Record<string, string>;
-        logicalStream?: string;
-        partition?: number;
-      },
-    ) => string;
+    key?: IdempotentOptions['key'];
     ttlMs: number;
     lockMs: number;
   };
