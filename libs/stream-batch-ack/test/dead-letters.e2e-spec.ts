@@ -9,7 +9,10 @@ import {
   RedisStreamsModule,
   ServerRedisStreams,
 } from '@nest-redis-resilience/stream-batch-ack';
+import { partitionCountKey, partitionStreams } from '../src/partitions/partition-layout';
 import { keySlot } from '../src/redis/keys';
+
+const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 import { ThrowawayCluster } from '../../../test/support/throwaway-cluster';
 import {
   deleteKeys,
@@ -411,6 +414,27 @@ describe('dlq CLI (node scripts/dlq.js)', () => {
   afterAll(async () => {
     await deleteKeys(redis, prefix);
     await redis.quit();
+  });
+
+  it('a partitioned stream: the logical name lists the partitions and their dead letters; a partition works as a stream', async () => {
+    const logical = newStream();
+    await redis.set(partitionCountKey(logical), '3');
+    const partitions = partitionStreams(logical, 3);
+    const ids = await addDeadLetters(redis, partitions[1], 2);
+
+    const refused = await dlq(['list', logical]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(`"${logical}" is a partitioned stream (3 partitions)`);
+    for (const [i, partition] of partitions.entries())
+      expect(refused.stderr).toMatch(
+        new RegExp(`${escape(partition)}\\s+${escape(partition)}:dlq\\s+${i === 1 ? 2 : 0}\\n`),
+      );
+
+    const list = await dlq(['list', partitions[1], '--json']);
+    expect(list).toMatchObject({ code: 0, stderr: '' });
+    expect(
+      (JSON.parse(list.stdout) as { deadLetterId: string }[]).map((d) => d.deadLetterId),
+    ).toEqual(ids);
   });
 
   it('list --json, replay by id, replay --all', async () => {

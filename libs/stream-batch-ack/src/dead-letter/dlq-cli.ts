@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
 import { describeError } from '../core/errors';
+import { partitionCountKey, partitionStreams } from '../partitions/partition-layout';
 import { closeClient, createRedisClient } from '../redis/connection';
 import { defaultDeadLetterStream } from '../redis/keys';
 import { DeadLetter, isStreamId } from './dead-letter-entry';
@@ -18,6 +19,9 @@ Options:
   --dlq KEY     the dead-letter stream, when not the default <stream>:dlq
   --json        print JSON
   -h, --help    this help
+
+A partitioned stream has one dead-letter stream per partition: give the partition's stream
+(ticks:{0.1}); with the logical name, the command lists the partitions and their dead letters.
 
 Exit codes: 0 done, 1 failed (or some dead letters not found / not replayable), 2 bad usage.
 `;
@@ -149,6 +153,13 @@ export async function main(argv: readonly string[], io: DlqIo = processIo): Prom
   }
   try {
     const { deadLetterStream } = cmd;
+    if (!deadLetterStream) {
+      const partitioned = await partitionsOf(redis, cmd.stream);
+      if (partitioned) {
+        io.err(partitionedText(cmd, partitioned));
+        return 2;
+      }
+    }
     const deadLetters = new DeadLetters(redis, {
       deadLetterStream: deadLetterStream ? () => deadLetterStream : defaultDeadLetterStream,
     });
@@ -159,6 +170,37 @@ export async function main(argv: readonly string[], io: DlqIo = processIo): Prom
   } finally {
     await closeClient(redis);
   }
+}
+
+type CliRedis = ReturnType<typeof createRedisClient>;
+
+/** The partitions of `stream` with their dead-letter counts, when it is a partitioned stream. */
+async function partitionsOf(
+  redis: CliRedis,
+  stream: string,
+): Promise<{ stream: string; deadLetters: number }[] | undefined> {
+  const stored = await redis.get(partitionCountKey(stream));
+  const count = Number(stored);
+  if (stored === null || !Number.isInteger(count) || count < 1) return undefined;
+  const streams = partitionStreams(stream, count);
+  const counts = await Promise.all(streams.map((p) => redis.xlen(defaultDeadLetterStream(p))));
+  return streams.map((p, i) => ({ stream: p, deadLetters: counts[i] }));
+}
+
+function partitionedText(
+  cmd: DlqCommand,
+  partitions: { stream: string; deadLetters: number }[],
+): string {
+  const rows = partitions.map((p) => [
+    p.stream,
+    defaultDeadLetterStream(p.stream),
+    `${p.deadLetters}`,
+  ]);
+  return (
+    `dlq: "${cmd.stream}" is a partitioned stream (${partitions.length} partitions), with one dead-letter stream per partition:\n` +
+    table(['partition', 'dead-letter stream', 'dead letters'], rows) +
+    `Run the command on a partition, for example: dlq ${cmd.command} '${partitions[0].stream}'\n`
+  );
 }
 
 async function run(cmd: DlqCommand, dl: DeadLetters, io: DlqIo, dlq: string): Promise<number> {
