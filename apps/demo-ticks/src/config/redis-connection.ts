@@ -25,9 +25,14 @@ export function transportConnection(redis: RedisSettings): RedisStreamsConnectio
 /** The app's own connection (candles, HTTP reads, health): a Redis, or a Cluster client. */
 export function createTicksRedis(redis: RedisSettings, connectionName: string): TicksRedis {
   const client = !redis.clusterNodes
-    ? new Redis(redis.url, { maxRetriesPerRequest: 2, connectionName })
+    ? new Redis(redis.url, { maxRetriesPerRequest: 2, connectionName, disconnectTimeout: 500 })
     : new Cluster(redis.clusterNodes, {
-        redisOptions: { ...nodeOptions(redis.url), maxRetriesPerRequest: 2, connectionName },
+        redisOptions: {
+          ...nodeOptions(redis.url),
+          maxRetriesPerRequest: 2,
+          connectionName,
+          disconnectTimeout: 500,
+        },
         clusterRetryStrategy: (times) => Math.min(times * 100, 2000),
       });
   // One line per outage, not one per reconnection attempt (ioredis retries by itself; /health
