@@ -226,9 +226,11 @@ export class StampedeEngine {
   async invalidateTags(tags: string[]): Promise<void> {
     checkTags(tags, 'StampedeService.invalidateTags');
     if (tags.length === 0) return;
+    // Above the versions known here: a store whose clock went back still moves them on.
+    const floors = tags.map((tag) => this.tags.next(tag));
     const versions = this.store.bumpTags
-      ? await this.store.bumpTags(tags)
-      : tags.map((tag) => this.tags.stamp([tag])[tag] + 1);
+      ? await this.store.bumpTags(tags, floors)
+      : tags.map((tag) => this.tags.next(tag, this.clock.now()));
     const bumped: Record<string, number> = {};
     tags.forEach((tag, i) => (bumped[tag] = versions[i]));
     this.apply({ tags: bumped });
@@ -288,8 +290,11 @@ export class StampedeEngine {
       const wasDown = this.storeDownSince !== undefined;
       try {
         const versions = this.store.tagVersions
-          ? await this.store.tagVersions(missing)
-          : missing.map(() => 0);
+          ? await this.store.tagVersions(
+              missing,
+              missing.map((tag) => this.tags.next(tag)),
+            )
+          : missing.map((tag) => this.tags.next(tag, this.clock.now()));
         if (wasDown) this.storeAnswered();
         missing.forEach((tag, i) => this.tags.learn(tag, versions[i]));
       } catch (err) {

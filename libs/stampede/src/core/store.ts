@@ -76,10 +76,16 @@ export interface StampedeStore {
    * missed (the subscriber connection came back): drop what they would have invalidated.
    */
   onInvalidation?(listener: (message: InvalidationMessage) => void, reset: () => void): void;
-  /** The current versions of `tags` (0: never invalidated), kept where every instance sees them. */
-  tagVersions?(tags: string[]): Promise<number[]>;
-  /** Increments the versions of `tags`; returns the new versions. */
-  bumpTags?(tags: string[]): Promise<number[]>;
+  /**
+   * The current versions of `tags`, kept where every instance sees them. A missing version (never
+   * set, or lost) is set first, to at least `floors[i]` and the store's clock in microseconds.
+   */
+  tagVersions?(tags: string[], floors: number[]): Promise<number[]>;
+  /**
+   * Gives `tags` new versions, above their current ones, `floors` and the store's clock in
+   * microseconds (see core/tag-versions.ts); returns them.
+   */
+  bumpTags?(tags: string[], floors: number[]): Promise<number[]>;
 
   /** Resolves when the backend answers. */
   ping(): Promise<void>;

@@ -1,9 +1,15 @@
 /**
- * The versions of tags as this process knows them. Invalidating a tag increments its version
+ * The versions of tags as this process knows them. Invalidating a tag gives it a new version
  * (in the store, where every instance sees it, and in a broadcast); a value is stamped with the
  * versions of its tags when its load starts, and is valid while none of them has moved on.
  * Reading stays free of Redis commands: a tag's version is fetched once, then kept current by
  * the broadcasts (and fetched again after the subscriber reconnects).
+ *
+ * Versions only grow, and must keep growing when the stored versions are lost (a Redis restart
+ * without persistence, a DEL, an eviction; a restart of this process with a cache that outlives
+ * it): a new version is at least the time in microseconds (see `next`), so it starts above every
+ * version issued before the loss as long as the clock does not go back. A version found missing
+ * is set in the same way, so values stamped before the loss are not taken for current ones.
  */
 export class TagVersions {
   private readonly known = new Map<string, number>();
@@ -18,6 +24,7 @@ export class TagVersions {
 
   /** Records a version seen (fetched, broadcast, or stamped on a value); versions only grow. */
   learn(tag: string, version: number): void {
+    if (!isVersion(version)) return;
     this.unverified.delete(tag);
     if ((this.known.get(tag) ?? -1) >= version) return;
     if (this.known.size >= this.maxTags && !this.known.has(tag)) this.known.clear();
@@ -31,11 +38,20 @@ export class TagVersions {
     return stamp;
   }
 
+  /**
+   * The least version a new version of `tag` may take: above the one known here and, with
+   * `nowMs`, at least `nowMs` in microseconds (the Redis store uses its server's clock instead).
+   */
+  next(tag: string, nowMs = 0): number {
+    return Math.max((this.known.get(tag) ?? 0) + 1, Math.floor(nowMs) * 1000);
+  }
+
   /** False when one of the stamped tags has been invalidated since; a newer stamp is learned. */
   valid(stamp: Record<string, number> | undefined): boolean {
     if (!stamp) return true;
     let valid = true;
     for (const [tag, version] of Object.entries(stamp)) {
+      if (!isVersion(version)) return false; // not a stamp of ours: a miss
       const known = this.known.get(tag);
       if (known === undefined || version > known) this.learn(tag, version);
       else if (version < known) valid = false;
@@ -47,4 +63,8 @@ export class TagVersions {
   reset(): void {
     for (const tag of this.known.keys()) this.unverified.add(tag);
   }
+}
+
+function isVersion(version: unknown): version is number {
+  return Number.isSafeInteger(version) && (version as number) >= 0;
 }

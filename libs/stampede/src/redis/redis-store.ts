@@ -10,7 +10,15 @@ import type {
   StampedeStore,
 } from '../core/store';
 import { StampedeKeys } from './keys';
-import { EXTEND_LOCK, READ_OR_WAIT, SCRIPTS, UNLOCK, WAITING } from './scripts';
+import {
+  EXTEND_LOCK,
+  READ_OR_WAIT,
+  SCRIPTS,
+  TAG_BUMP,
+  TAG_VERSION,
+  UNLOCK,
+  WAITING,
+} from './scripts';
 
 export type RedisConnection = string | RedisOptions | Redis | Cluster;
 
@@ -169,16 +177,19 @@ export class RedisStore implements StampedeStore {
     this.invalidationListeners.push({ listener, reset });
   }
 
-  async tagVersions(tags: string[]): Promise<number[]> {
-    // One GET per tag: tags live in different slots on a Cluster.
-    const values = await Promise.all(
-      tags.map((tag) => this.call(() => this.client.get(this.keys.tag(tag)))),
-    );
-    return values.map((v) => Number(v ?? 0));
+  tagVersions(tags: string[], floors: number[]): Promise<number[]> {
+    return this.tagScript(TAG_VERSION.name, tags, floors);
   }
 
-  async bumpTags(tags: string[]): Promise<number[]> {
-    return Promise.all(tags.map((tag) => this.call(() => this.client.incr(this.keys.tag(tag)))));
+  bumpTags(tags: string[], floors: number[]): Promise<number[]> {
+    return this.tagScript(TAG_BUMP.name, tags, floors);
+  }
+
+  /** One script call per tag: tags live in different slots on a Cluster. */
+  private tagScript(name: string, tags: string[], floors: number[]): Promise<number[]> {
+    return Promise.all(
+      tags.map(async (tag, i) => Number(await this.script(name, this.keys.tag(tag), floors[i]))),
+    );
   }
 
   private receive(text: string): void {

@@ -61,4 +61,47 @@ return 0
 `,
 };
 
-export const SCRIPTS = [READ_OR_WAIT, UNLOCK, EXTEND_LOCK];
+/**
+ * Tag versions (see core/tag-versions.ts): a version read as a number, or nil when missing or not
+ * one; and the least version a new one may take, from the caller's floor and the server's clock
+ * in microseconds, so versions set after the key was lost start above the ones before it.
+ */
+const TAG_VERSION_OF = `
+local function version(raw)
+  local n = tonumber(raw)
+  if n and n >= 0 and n < 9007199254740992 and n == math.floor(n) then return n end
+end
+local function least(floor)
+  local t = redis.call('TIME')
+  return math.max(tonumber(floor), tonumber(t[1]) * 1000000 + tonumber(t[2]))
+end
+`;
+
+/**
+ * KEYS[1] tag key; ARGV[1] floor. Returns the tag's version; a missing one (never set, or lost)
+ * is set first, above the floor and the server's clock.
+ */
+export const TAG_VERSION = {
+  name: 'stampedeTagVersion',
+  numberOfKeys: 1,
+  lua: `${TAG_VERSION_OF}
+local v = version(redis.call('GET', KEYS[1]))
+if v then return v end
+v = least(ARGV[1])
+redis.call('SET', KEYS[1], string.format('%.0f', v))
+return v
+`,
+};
+
+/** KEYS[1] tag key; ARGV[1] floor. Sets a new version, above the current one, the floor and the server's clock; returns it. */
+export const TAG_BUMP = {
+  name: 'stampedeTagBump',
+  numberOfKeys: 1,
+  lua: `${TAG_VERSION_OF}
+local v = math.max((version(redis.call('GET', KEYS[1])) or 0) + 1, least(ARGV[1]))
+redis.call('SET', KEYS[1], string.format('%.0f', v))
+return v
+`,
+};
+
+export const SCRIPTS = [READ_OR_WAIT, UNLOCK, EXTEND_LOCK, TAG_VERSION, TAG_BUMP];

@@ -1,0 +1,59 @@
+import { TagVersions } from './tag-versions';
+
+describe('TagVersions', () => {
+  it('a value is valid while its stamp is current; an older stamp is invalid, a newer one is learned', () => {
+    const tags = new TagVersions();
+    tags.learn('a', 5);
+    expect(tags.valid({ a: 5 })).toBe(true);
+    expect(tags.valid({ a: 4 })).toBe(false);
+    expect(tags.valid({ a: 7 })).toBe(true); // a version this process had not seen yet
+    expect(tags.valid({ a: 5 })).toBe(false);
+    expect(tags.stamp(['a', 'b'])).toEqual({ a: 7, b: 0 });
+  });
+
+  it('next: above the known version, and at least the clock in microseconds', () => {
+    const tags = new TagVersions();
+    expect(tags.next('a')).toBe(1);
+    expect(tags.next('a', 1_000)).toBe(1_000_000);
+    tags.learn('a', 1_000_000);
+    expect(tags.next('a', 1_000)).toBe(1_000_001); // two invalidations within one millisecond
+    expect(tags.next('a', 2_000)).toBe(2_000_000);
+  });
+
+  it('versions issued after the known ones are lost start above them, as long as the clock does not go back', () => {
+    const tags = new TagVersions(2);
+    let now = 1_000;
+    const stamps: Record<string, number>[] = [];
+    for (let i = 0; i < 3; i++) {
+      tags.learn('a', tags.next('a', now++));
+      stamps.push(tags.stamp(['a']));
+    }
+    tags.learn('b', 1);
+    tags.learn('c', 1); // past maxTags: every known version is dropped
+    expect(tags.missing(['a'])).toEqual(['a']);
+
+    tags.learn('a', tags.next('a', now++));
+    for (const stamp of stamps) expect(tags.valid(stamp)).toBe(false);
+  });
+
+  it('a stamp or a version that is not a non-negative safe integer is never taken as current', () => {
+    const tags = new TagVersions();
+    tags.learn('a', 3);
+    for (const junk of [NaN, Infinity, -1, 1.5, 2 ** 53, '9' as unknown as number]) {
+      tags.learn('a', junk);
+      expect(tags.valid({ a: junk })).toBe(false);
+    }
+    expect(tags.valid({ a: 3 })).toBe(true);
+    expect(tags.next('a')).toBe(4);
+  });
+
+  it('reset: known tags must be fetched again, and keep their version until then', () => {
+    const tags = new TagVersions();
+    tags.learn('a', 3);
+    tags.reset();
+    expect(tags.missing(['a'])).toEqual(['a']);
+    tags.learn('a', 0); // the stored version was lost: a lower one never replaces what is known
+    expect(tags.missing(['a'])).toEqual([]);
+    expect(tags.stamp(['a'])).toEqual({ a: 3 });
+  });
+});
