@@ -108,6 +108,11 @@ export class AckBatcher {
     return this.queues.get(stream)?.set.has(id) ?? false;
   }
 
+  /** The ids queued per stream, a flush under way included (they leave once their XACK succeeded). */
+  *queued(): IterableIterator<[stream: string, ids: ReadonlySet<string>]> {
+    for (const [stream, q] of this.queues) if (q.set.size > 0) yield [stream, q.set];
+  }
+
   /** Queues one id. Duplicates are ignored. Returns false when the batcher is closed and nothing was queued. */
   add(stream: string, id: string): boolean {
     if (this.closed && !this.closing) return false;

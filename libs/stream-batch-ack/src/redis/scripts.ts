@@ -67,6 +67,30 @@ local deleted = redis.call('XTRIM', KEYS[1], 'MINID', boundary)
 return {deleted, boundary}
 `;
 
+/**
+ * keep-claimed-1: resets the idle time of the entries that this consumer still owns, so that no
+ * other consumer's claim loop takes them over while their handlers run here. XCLAIM does not
+ * check the owner: each id's owner is read first (XPENDING), in the same script, so that an entry
+ * another consumer took over (after this one stalled) is never taken back. `JUSTID` leaves the
+ * delivery counter alone.
+ *   KEYS[1]  stream
+ *   ARGV[1]  group   ARGV[2]  consumer   ARGV[3..]  ids
+ * Returns { entries refreshed, ids that another consumer owns now }.
+ */
+export const KEEP_CLAIMED_LUA = `
+local mine = {KEYS[1], ARGV[1], ARGV[2], 0}
+local taken = {}
+for i = 3, #ARGV do
+  local row = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)[1]
+  if row then
+    if row[2] == ARGV[2] then mine[#mine + 1] = ARGV[i] else taken[#taken + 1] = ARGV[i] end
+  end
+end
+if #mine == 4 then return {0, taken} end
+mine[#mine + 1] = 'JUSTID'
+return {#redis.call('XCLAIM', unpack(mine)), taken}
+`;
+
 export interface StreamScripts {
   sbaDeadLetter(
     stream: string,
@@ -77,6 +101,12 @@ export interface StreamScripts {
     ...fields: string[]
   ): Promise<string>;
   sbaSafeTrim(stream: string, maxLen: string): Promise<[number, string]>;
+  sbaKeepClaimed(
+    stream: string,
+    group: string,
+    consumer: string,
+    ...ids: string[]
+  ): Promise<[number, string[]]>;
 }
 
 /** Registers the scripts on a client (EVALSHA with a fallback to EVAL, via ioredis `defineCommand`). */
@@ -85,6 +115,8 @@ export function defineStreamScripts<C extends Redis | Cluster>(client: C): C & S
   if (!c.sbaDeadLetter)
     client.defineCommand('sbaDeadLetter', { numberOfKeys: 2, lua: DEAD_LETTER_LUA });
   if (!c.sbaSafeTrim) client.defineCommand('sbaSafeTrim', { numberOfKeys: 1, lua: SAFE_TRIM_LUA });
+  if (!c.sbaKeepClaimed)
+    client.defineCommand('sbaKeepClaimed', { numberOfKeys: 1, lua: KEEP_CLAIMED_LUA });
   return client as C & StreamScripts;
 }
 

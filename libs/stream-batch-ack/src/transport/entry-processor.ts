@@ -96,6 +96,26 @@ export class EntryProcessor {
     return (this.inFlight.get(stream)?.has(id) ?? false) || this.deps.batcher.has(stream, id);
   }
 
+  /**
+   * The ids that this consumer must keep (see ClaimHeartbeat), per stream: those being handled
+   * here and those waiting for their XACK (isBusy), but not those waiting for a retry, whose
+   * XCLAIM for the retry needs their idle time.
+   */
+  held(): Map<string, Set<string>> {
+    const out = new Map<string, Set<string>>();
+    const add = (stream: string, ids: Iterable<string>) => {
+      for (const id of ids) {
+        if (this.deps.reclaimer.isWaiting(stream, id)) continue;
+        let set = out.get(stream);
+        if (!set) out.set(stream, (set = new Set()));
+        set.add(id);
+      }
+    };
+    for (const [stream, ids] of this.inFlight) add(stream, ids);
+    for (const [stream, ids] of this.deps.batcher.queued()) add(stream, ids);
+    return out;
+  }
+
   /** Entries of `stream` being handled here now. */
   inFlightOf(stream: string): number {
     return this.inFlight.get(stream)?.size ?? 0;

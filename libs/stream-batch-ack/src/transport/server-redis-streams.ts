@@ -19,6 +19,7 @@ import { closeClient, createRedisClient, isClusterConnection } from '../redis/co
 import { groupStreamsForReading, keySlot } from '../redis/keys';
 import { createManagedClient, EventListener } from '../redis/managed-client';
 import { defineStreamScripts, StreamScripts } from '../redis/scripts';
+import { ClaimHeartbeat } from './claim-heartbeat';
 import { DeadLetterWriter } from './dead-letter-writer';
 import { EntryProcessor, Route } from './entry-processor';
 import { FlowGate } from './flow-gate';
@@ -76,6 +77,7 @@ export class ServerRedisStreams
   private streamReaders: StreamReader[] = [];
   private gate: FlowGate | null = null;
   private reclaimer: PendingReclaimer | null = null;
+  private heartbeat: ClaimHeartbeat | null = null;
   private processor: EntryProcessor | null = null;
   private idempotency: IdempotencyStore | null = null;
   private ownedIdempotencyClient: Client | null = null;
@@ -230,6 +232,13 @@ export class ServerRedisStreams
     );
     this.readLoops = this.streamReaders.map((r) => r.run());
     this.reclaimer.start(streams);
+    this.heartbeat = new ClaimHeartbeat(
+      commands,
+      { group: options.group, consumer: options.consumer, minIdleMs: options.claim.minIdleMs },
+      () => this.processor!.held(),
+      this.logger,
+    );
+    this.heartbeat.start();
   }
 
   /** Reads each handler's decorators once: batch mode, request-reply, idempotency. */
@@ -473,7 +482,9 @@ export class ServerRedisStreams
           `${left} ack(s) could not be sent before shutdown; those entries stay pending and will be delivered again.`,
         );
     }
-    // 4. Close the connections.
+    // 4. Close the connections. The heartbeat ran until now: entries of handlers that were still
+    // finishing, and of acks still queued, were not taken over in the meantime.
+    await this.heartbeat?.stop();
     await Promise.all([closeClient(this.ownedIdempotencyClient), closeClient(this.commands)]);
     this.telemetry.stop();
     this.pendingEventListeners = [];
