@@ -129,7 +129,8 @@ async function main() {
   env.REDIS_SERVER_BIN = ensureRedisServer();
   let started;
   if (env.REDIS_URL) {
-    log(`using REDIS_URL=${env.REDIS_URL}`);
+    // The password stays out of the output (CI logs, terminals shared on screen).
+    log(`using REDIS_URL=${env.REDIS_URL.replace(/\/\/[^\s/?#]*@/, '//***@')}`);
   } else if (await ping('127.0.0.1', 6379)) {
     env.REDIS_URL = 'redis://127.0.0.1:6379';
     log('using the Redis on 127.0.0.1:6379');

@@ -4,11 +4,15 @@ import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify
 import { parseShortenerEnv, ShortenerEnv } from './config';
 import { fastifyOptions } from './http/fastify-options';
 import { HttpErrorFilter } from './http/http-error.filter';
+import { RedactingLogger } from './logging/redacting-logger';
 import { registerOtelPrometheus } from './metrics/otel-prometheus';
 import { ShortenerModule } from './shortener.module';
 
 export interface CreateShortenerAppOptions {
-  /** Nest logger levels, a logger, or false for none (tests). Default: log, warn, error. */
+  /**
+   * Nest logger levels, a logger, or false for none (tests). Default: log, warn, error. With
+   * levels, URL credentials are redacted from every line (RedactingLogger).
+   */
   logger?: false | LogLevel[] | LoggerService;
 }
 
@@ -33,7 +37,9 @@ export async function createShortenerApp(
     ShortenerModule.forRoot(config),
     adapter,
     {
-      logger: options.logger ?? ['log', 'warn', 'error'],
+      logger: Array.isArray(options.logger)
+        ? new RedactingLogger(options.logger)
+        : (options.logger ?? new RedactingLogger(['log', 'warn', 'error'])),
       abortOnError: false,
       // Nest would add a urlencoded parser; Fastify's own JSON parser is the only one wanted.
       bodyParser: false,

@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { createShortenerApp } from './app.factory';
+import { redactCredentials } from './logging/redacting-logger';
 import { describeCacheConnection } from './urls/cache-connection';
 import {
   cacheConfig,
@@ -22,12 +23,12 @@ async function main(): Promise<void> {
   await app.listen(http.port, http.host);
   new Logger('Shortener').log(
     `listening on http://${http.host}:${http.port} (public ${http.publicBaseUrl}); ` +
-      `database ${database.url.replace(/\/\/([^@/]*)@/, '//***@')}, ` +
+      `database ${redactCredentials(database.url)}, ` +
       `${cache.enabled ? `cache ${describeCacheConnection(cache)}` : 'cache off'}, codes: ${codes.strategy}`,
   );
 }
 
 main().catch((err: unknown) => {
-  console.error(err instanceof Error ? err.message : err);
+  console.error(redactCredentials(err instanceof Error ? err.message : String(err)));
   process.exit(1);
 });

@@ -10,7 +10,8 @@ import { CollectorModule } from './collector/collector.module';
 import { CollectorService } from './collector/collector.service';
 import { ticksConfigModule } from './config/ticks-config.module';
 import { parseTicksEnv, TicksConfigError } from './config/ticks-env.schema';
-import { loggerLevels } from './ticks-app.factory';
+import { redactCredentials } from './logging/redacting-logger';
+import { appLogger } from './ticks-app.factory';
 
 @Module({})
 class CollectorAppModule {}
@@ -20,7 +21,7 @@ async function main(): Promise<void> {
   const config = parseTicksEnv(process.env);
   const app = await NestFactory.createApplicationContext(
     { module: CollectorAppModule, imports: [ticksConfigModule(config), CollectorModule] },
-    { logger: loggerLevels(config.logging.level) },
+    { logger: appLogger(config.logging.level) },
   );
   const collector = app.get(CollectorService);
   const stop = (): void => void collector.stop();
@@ -35,8 +36,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  if (err instanceof TicksConfigError)
-    process.stderr.write(`demo-ticks collector: ${err.message}\n`);
-  else process.stderr.write(`demo-ticks collector failed: ${err?.stack ?? err}\n`);
+  const text =
+    err instanceof TicksConfigError ? `: ${err.message}` : ` failed: ${err?.stack ?? err}`;
+  process.stderr.write(`demo-ticks collector${redactCredentials(text)}\n`);
   process.exit(1);
 });

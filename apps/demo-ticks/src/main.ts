@@ -5,6 +5,7 @@
  */
 import { Logger } from '@nestjs/common';
 import { parseTicksEnv, TicksConfigError } from './config/ticks-env.schema';
+import { redactCredentials } from './logging/redacting-logger';
 import { startTicksApp } from './ticks-app.factory';
 
 async function main(): Promise<void> {
@@ -23,7 +24,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  if (err instanceof TicksConfigError) process.stderr.write(`demo-ticks: ${err.message}\n`);
-  else process.stderr.write(`demo-ticks failed to start: ${err?.stack ?? err}\n`);
+  const text =
+    err instanceof TicksConfigError ? `: ${err.message}` : ` failed to start: ${err?.stack ?? err}`;
+  process.stderr.write(`demo-ticks${redactCredentials(text)}\n`);
   process.exit(1);
 });

@@ -1,4 +1,4 @@
-import { INestApplication, LogLevel } from '@nestjs/common';
+import { INestApplication, LoggerService, LogLevel } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { MicroserviceOptions } from '@nestjs/microservices';
 import { ServerRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
@@ -7,6 +7,7 @@ import { CollectorService } from './collector/collector.service';
 import { transportConnection } from './config/redis-connection';
 import { partitionsOption } from './config/tick-streams';
 import { deadLetterStreamOf, LogLevelName, TicksSettings } from './config/ticks-env.schema';
+import { RedactingLogger } from './logging/redacting-logger';
 import { registerOtelPrometheus } from './metrics/otel-prometheus';
 import { TicksMetrics } from './metrics/ticks.metrics';
 import { TicksAppModule } from './ticks-app.module';
@@ -25,10 +26,13 @@ export interface TicksApp {
   close(): Promise<void>;
 }
 
-export function loggerLevels(level: LogLevelName): LogLevel[] | false {
+/** The app's logger at LOG_LEVEL (credentials in URLs redacted), or false for `silent`. */
+export function appLogger(level: LogLevelName): LoggerService | false {
   const order: LogLevel[] = ['error', 'warn', 'log', 'debug'];
   if (level === 'silent') return false;
-  return order.slice(0, order.indexOf(level) + 1).concat(level === 'debug' ? ['verbose'] : []);
+  return new RedactingLogger(
+    order.slice(0, order.indexOf(level) + 1).concat(level === 'debug' ? ['verbose'] : []),
+  );
 }
 
 /** The consumer on ServerRedisStreams, with the options of the `redis` and `consumer` namespaces. */
@@ -76,7 +80,7 @@ export async function createTicksApp(
   registerOtelPrometheus();
   const server = createTicksServer(config);
   const app = await NestFactory.create(TicksAppModule.register(config, server), {
-    logger: loggerLevels(config.logging.level),
+    logger: appLogger(config.logging.level),
     abortOnError: false,
   });
   app.connectMicroservice<MicroserviceOptions>({ strategy: server }, { inheritAppConfig: true });

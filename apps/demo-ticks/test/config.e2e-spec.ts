@@ -56,6 +56,21 @@ describe('configuration', () => {
     },
   );
 
+  it('the app prints no password of REDIS_URL when it fails to start', async () => {
+    const password = `pw-${prefix}`;
+    // Port 99999 is no port: the Redis client refuses the URL and its error quotes it.
+    const { code, stderr } = await run(
+      MAIN_TS,
+      testEnv(prefix, {
+        REDIS_URL: `redis://default:${password}@127.0.0.1:99999`,
+        LOG_LEVEL: 'error',
+      }),
+    );
+    expect(code).toBe(1);
+    expect(stderr).toContain('redis://***@127.0.0.1:99999');
+    expect(stderr).not.toContain(password);
+  });
+
   describe('in the app', () => {
     let ticks: TicksApp;
     let redis: Redis;

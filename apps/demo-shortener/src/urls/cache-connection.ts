@@ -1,6 +1,7 @@
 import { Inject, Injectable, Module, OnApplicationShutdown } from '@nestjs/common';
 import { Cluster, RedisOptions } from 'ioredis';
 import { cacheConfig, type CacheConfig } from '../config';
+import { redactCredentials } from '../logging/redacting-logger';
 import { CACHE_REDIS } from '../shortener.constants';
 
 /**
@@ -30,11 +31,11 @@ export function cacheConnection(cache: CacheConfig): string | Cluster {
   return cluster;
 }
 
-/** How the cache connection is named in logs: the URL, or the Cluster's seed nodes. */
+/** How the cache connection is named in logs: the URL without credentials, or the Cluster's seed nodes. */
 export function describeCacheConnection(cache: CacheConfig): string {
   return cache.clusterNodes
     ? `Redis Cluster ${cache.clusterNodes.map((n) => `${n.host}:${n.port}`).join(',')}`
-    : cache.redisUrl;
+    : redactCredentials(cache.redisUrl);
 }
 
 @Injectable()

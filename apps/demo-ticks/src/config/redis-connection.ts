@@ -47,10 +47,3 @@ export function createTicksRedis(redis: RedisSettings, connectionName: string): 
   client.on('ready', () => (reported = false));
   return client;
 }
-
-/** Where the app's Redis is, for logs: the URL or the Cluster's seed nodes. */
-export function describeRedis(redis: RedisSettings): string {
-  return redis.clusterNodes
-    ? `Redis Cluster ${redis.clusterNodes.map((n) => `${n.host}:${n.port}`).join(',')}`
-    : redis.url;
-}
