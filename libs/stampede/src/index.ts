@@ -8,7 +8,7 @@ export { STAMPEDE_MODULE_OPTIONS } from './nest/stampede.module-definition';
 
 // HTTP routes
 export { CacheRoute } from './nest/route-cache.decorators';
-export type { CacheRouteOptions, RouteRequest } from './nest/route-cache.options';
+export type { CacheRouteOptions, RoutePrivacy, RouteRequest } from './nest/route-cache.options';
 export { routeCacheKey } from './nest/route-cache.key';
 export {
   CACHE_STATUS_HEADER,

@@ -25,6 +25,26 @@ describe('route keys', () => {
     expect(defaultRouteBase({ ...req, originalUrl: '/api/x?b=1' })).toBe('GET /api/x?b=1');
   });
 
+  it("default: the query as the framework parsed it for the handler (req.query), not the URL's text", () => {
+    const base = (url: string, query: unknown) =>
+      defaultRouteBase({ method: 'GET', url, query, headers: {} });
+    // Fastify hands q=a#X to the handler: the fragment-like tail is part of the key.
+    expect(base('/x?q=a#X', { q: 'a#X' })).toBe('GET /x?q=a%23X');
+    expect(base('/x?q=a', { q: 'a' })).toBe('GET /x?q=a');
+    // Fastify keeps an escape that is not UTF-8 as sent; the URL's text would say U+FFFD.
+    expect(base('/x?q=%FF', { q: '%FF' })).toBe('GET /x?q=%25FF');
+    expect(base('/x?q=%EF%BF%BD', { q: '\uFFFD' })).toBe('GET /x?q=%EF%BF%BD');
+    expect(base('/x#q=1', { q: '1' })).toBe('GET /x?q=1');
+    expect(base('/x?tag=y&a=1&tag=x', { tag: ['y', 'x'], a: '1' })).toBe('GET /x?a=1&tag=y&tag=x');
+    expect(base('/x?', {})).toBe('GET /x');
+    // An extended parser's shapes (qs): JSON with sorted names, never equal to a flat query.
+    expect(base('/x?a[]=1', { a: ['1'] })).toBe(`GET /x?json:${encodeURIComponent('{"a":["1"]}')}`);
+    expect(base('/x?f[b]=2&f[a]=1', { f: { b: '2', a: '1' } })).toBe(
+      `GET /x?json:${encodeURIComponent('{"f":{"a":"1","b":"2"}}')}`,
+    );
+    expect(base('/x?a=1', { a: '1' })).not.toBe(base('/x?a[]=1', { a: ['1'] }));
+  });
+
   it('vary headers: sorted by name, values encoded, a missing header told apart from an empty one', () => {
     const headers = { 'accept-language': 'fr, en;q=0.5', 'x-tenant': '' };
     expect(routeKeyWith('GET /x', ['x-tenant', 'accept-language', 'x-missing'], headers)).toBe(

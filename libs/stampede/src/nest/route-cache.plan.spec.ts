@@ -191,6 +191,73 @@ describe('compileRoutePlan', () => {
     expect(compile).toThrow(message);
   });
 
+  describe('privacy (RFC 9111 shared-cache rules by default)', () => {
+    class C {
+      @Get('default')
+      @CacheRoute()
+      byDefault() {}
+
+      @Get('vary')
+      @CacheRoute({ vary: ['Authorization'] })
+      perCaller() {}
+
+      @Get('public')
+      @CacheRoute({ privacy: 'public' })
+      shared() {}
+
+      @Get('private')
+      @CacheRoute({ privacy: 'private', key: () => 'me' })
+      mine() {}
+    }
+    const headers = (h: Record<string, string>) => (name: string) => h[name];
+
+    it('a request with Authorization or Cookie bypasses the cache unless vary names it or privacy is set', () => {
+      const auth = req('/', { authorization: 'Bearer a' });
+      const cookie = req('/', { cookie: 'sid=1' });
+      expect(plan(C, 'byDefault')!.bypasses(auth)).toBe(true);
+      expect(plan(C, 'byDefault')!.bypasses(cookie)).toBe(true);
+      expect(plan(C, 'byDefault')!.bypasses(req('/'))).toBe(false);
+      expect(plan(C, 'perCaller')!.bypasses(auth)).toBe(false);
+      expect(plan(C, 'perCaller')!.bypasses(cookie)).toBe(true);
+      for (const m of ['shared', 'mine']) {
+        expect(plan(C, m)!.bypasses(auth) || plan(C, m)!.bypasses(cookie)).toBe(false);
+      }
+    });
+
+    it.each([
+      [{}, [true, true, true, true]],
+      [{ 'set-cookie': 'sid=1' }, [false, false, true, true]],
+      [{ 'cache-control': 'private, max-age=60' }, [false, false, false, true]],
+      [{ 'cache-control': 'max-age=60, no-store' }, [false, false, false, false]],
+      [{ 'cache-control': 'no-store-ish, privately' }, [true, true, true, true]],
+    ])('a response with %p is stored by default, vary, public, private: %p', (h, expected) => {
+      const stores = ['byDefault', 'perCaller', 'shared', 'mine'].map((m) =>
+        plan(C, m)!.stores(headers(h as Record<string, string>)),
+      );
+      expect(stores).toEqual(expected);
+    });
+
+    it.each([
+      [
+        "privacy: 'private' without a key or a vary that names the caller",
+        { privacy: 'private', vary: ['accept-language'] },
+        /^C\.list: @CacheRoute\(\{ privacy: 'private' \}\) needs a key that names the caller/,
+      ],
+      [
+        'an unknown privacy',
+        { privacy: 'shared' },
+        /^C\.list: @CacheRoute on the method: privacy must be 'public' or 'private'/,
+      ],
+    ])('%s: StampedeConfigError', (_what, options, message) => {
+      class C {
+        @Get()
+        @CacheRoute(options as object)
+        list() {}
+      }
+      expect(() => plan(C, 'list')).toThrow(message);
+    });
+  });
+
   it('@Res({ passthrough: true }) is accepted', () => {
     class C {
       @Get()

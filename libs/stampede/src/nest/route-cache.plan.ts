@@ -21,6 +21,10 @@ export interface RoutePlan {
   name: string;
   policy: StampedePolicy;
   keyOf(req: RouteRequest): string;
+  /** The request carries credentials that the key does not cover: serve it without the cache. */
+  bypasses(req: RouteRequest): boolean;
+  /** Whether a response with these headers may be stored (and shared with joined requests). */
+  stores(header: (name: string) => unknown): boolean;
 }
 
 /** A route handler: a method of a controller's prototype. */
@@ -29,7 +33,9 @@ export type RouteHandler = (...args: any[]) => unknown;
 export type ResolvePolicy = (options: PolicyOptions, where: string) => StampedePolicy;
 
 const POLICY_FIELDS = ['ttl', 'cacheNull', 'singleFlight', 'xfetch', 'lock', 'jitter'] as const;
-const ROUTE_FIELDS: readonly string[] = [...POLICY_FIELDS, 'key', 'vary'];
+const ROUTE_FIELDS: readonly string[] = [...POLICY_FIELDS, 'key', 'vary', 'privacy'];
+/** Request headers that make a response depend on the caller (RFC 9111, section 3.5). */
+const CREDENTIALS = ['authorization', 'cookie'];
 const CACHEABLE_METHODS = [RequestMethod.GET, RequestMethod.HEAD, RequestMethod.ALL];
 
 /**
@@ -124,7 +130,28 @@ export function compileRoutePlan(
     }
     return routeKeyWith(base as string, vary, req.headers);
   };
-  return { name, policy, keyOf };
+
+  const privacy = onMethod?.privacy ?? onClass?.privacy;
+  if (privacy === 'private' && !keyFn && !vary.some((h) => CREDENTIALS.includes(h))) {
+    throw new StampedeConfigError(
+      `${name}: @CacheRoute({ privacy: 'private' }) needs a key that names the caller: ` +
+        `vary: ['authorization'] (or ['cookie']), or key: (req) => \`user:\${...}\`. ` +
+        `For a response that is the same for every caller, use privacy: 'public'.`,
+    );
+  }
+  // With a privacy option the route answers for the credentials; else vary may name them.
+  const uncovered = privacy ? [] : CREDENTIALS.filter((h) => !vary.includes(h));
+  const bypasses = (req: RouteRequest) => uncovered.some((h) => req.headers[h] !== undefined);
+  const stores = (header: (name: string) => unknown): boolean => {
+    const control = String(header('cache-control') ?? '').toLowerCase();
+    if (/(^|[\s,])no-store($|[\s,=])/.test(control)) return false;
+    if (privacy === 'private') return true;
+    if (/(^|[\s,])private($|[\s,=])/.test(control)) return false;
+    if (privacy === 'public') return true;
+    const cookies = header('set-cookie');
+    return cookies === undefined || cookies === null || String(cookies) === '';
+  };
+  return { name, policy, keyOf, bypasses, stores };
 }
 
 function pickPolicy(source: object | undefined): PolicyOptions {
@@ -147,7 +174,12 @@ function checkRouteOptions(options: unknown, where: string): void {
       `${where}: unknown option(s) ${unknown.join(', ')}; the options are ${ROUTE_FIELDS.join(', ')}`,
     );
   }
-  const { key, vary } = options as CacheRouteOptions;
+  const { key, vary, privacy } = options as CacheRouteOptions;
+  if (privacy !== undefined && privacy !== 'public' && privacy !== 'private') {
+    throw new StampedeConfigError(
+      `${where}: privacy must be 'public' or 'private' (or left out for RFC 9111's shared-cache rules), got ${JSON.stringify(privacy)}`,
+    );
+  }
   if (key !== undefined && typeof key !== 'function') {
     throw new StampedeConfigError(
       `${where}: key must be a function of the request, e.g. (req) => \`product:\${req.params.id}\`, got ${typeof key}`,

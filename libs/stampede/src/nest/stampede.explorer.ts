@@ -1,11 +1,13 @@
-import { Injectable, OnModuleInit } from '@nestjs/common';
-import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import { Injectable, OnModuleInit, Type } from '@nestjs/common';
+import { PATH_METADATA } from '@nestjs/common/constants';
+import { DiscoveryService, MetadataScanner, ModuleRef } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { methodKey } from '../core/cache-key';
 import { StampedeConfigError } from '../core/errors';
 import { checkTags } from '../core/policy';
 import { STAMPEDE_POLICY } from './stampede.constants';
 import type { MethodPolicyMetadata } from './stampede.decorators';
+import { bindsInterceptor, StampedeInterceptor } from './stampede.interceptor';
 import { StampedeService } from './stampede.service';
 
 const WRAPPED = Symbol('stampede:wrapped');
@@ -13,7 +15,9 @@ const WRAPPED = Symbol('stampede:wrapped');
 /**
  * Finds provider methods with stampede decorators at start-up and replaces them, on the
  * instance, by a call through StampedeService. Wrapping the instance (not the prototype)
- * keeps two apps in one process on their own stores.
+ * keeps two apps in one process on their own stores. Controllers are not wrapped: Nest's
+ * router holds their methods before onModuleInit, so their routes are cached by
+ * StampedeInterceptor, and a decorated route that no interceptor serves stops the start-up.
  */
 @Injectable()
 export class StampedeExplorer implements OnModuleInit {
@@ -21,9 +25,11 @@ export class StampedeExplorer implements OnModuleInit {
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
     private readonly stampede: StampedeService,
+    private readonly moduleRef: ModuleRef,
   ) {}
 
   onModuleInit(): void {
+    this.checkControllers();
     for (const wrapper of this.discovery.getProviders()) {
       const { instance, metatype } = wrapper;
       if (!instance || typeof instance !== 'object' || !metatype) continue;
@@ -46,6 +52,47 @@ export class StampedeExplorer implements OnModuleInit {
         for (const name of methods) this.wrap(target, className, name);
       }
     }
+  }
+
+  /** Stampede decorators on a controller work only through StampedeInterceptor. */
+  private checkControllers(): void {
+    let global: boolean | undefined;
+    for (const wrapper of this.discovery.getControllers()) {
+      const controller = wrapper.metatype as Type | null;
+      if (typeof controller !== 'function' || !controller.prototype) continue;
+      const prototype = controller.prototype as Record<string, object>;
+      for (const methodName of this.scanner.getAllMethodNames(prototype)) {
+        const handler = prototype[methodName];
+        if (!Reflect.hasMetadata(STAMPEDE_POLICY, handler)) continue;
+        const name = `${controller.name}.${methodName}`;
+        if (Reflect.getMetadata(PATH_METADATA, handler) === undefined) {
+          throw new StampedeConfigError(
+            `${name} has a stampede decorator but is a controller method that is not a route: ` +
+              `StampedeExplorer wraps provider methods only. Move the method to a provider.`,
+          );
+        }
+        if (bindsInterceptor(handler) || bindsInterceptor(controller)) continue;
+        if ((global ??= this.servedGlobally())) continue;
+        throw new StampedeConfigError(
+          `${name} has a stampede decorator, but no StampedeInterceptor serves this route, so it ` +
+            `would do nothing (StampedeExplorer wraps provider methods, not routes). Add ` +
+            `@CacheRoute() to the route, or @UseInterceptors(StampedeInterceptor) to it or to ` +
+            `${controller.name}, or bind the interceptor for the app with ` +
+            `{ provide: APP_INTERCEPTOR, useClass: StampedeInterceptor }; or move the cached ` +
+            `lookup to a provider method.`,
+        );
+      }
+    }
+  }
+
+  /** `APP_INTERCEPTOR` and `app.useGlobalInterceptors()` land in Nest's ApplicationConfig. */
+  private servedGlobally(): boolean {
+    const { container } = this.moduleRef as unknown as {
+      container?: { applicationConfig?: { getGlobalInterceptors(): unknown[] } };
+    };
+    const config = container?.applicationConfig;
+    if (!config) return true; // cannot tell on this Nest version: do not stop the start-up
+    return config.getGlobalInterceptors().some((i) => i instanceof StampedeInterceptor);
   }
 
   private instancesOf(wrapper: InstanceWrapper): object[] {

@@ -1,16 +1,19 @@
 import {
   CallHandler,
   ExecutionContext,
+  Inject,
   Injectable,
   NestInterceptor,
   OnModuleInit,
+  Optional,
   StreamableFile,
   Type,
 } from '@nestjs/common';
+import { INTERCEPTORS_METADATA, PATH_METADATA } from '@nestjs/common/constants';
 import { DiscoveryService, HttpAdapterHost, MetadataScanner, ModulesContainer } from '@nestjs/core';
 import { defer, lastValueFrom, Observable } from 'rxjs';
 import { StampedeConfigError } from '../core/errors';
-import { CACHE_STATUS_HEADER } from './route-cache.constants';
+import { CACHE_STATUS_HEADER, STAMPEDE_ROUTE } from './route-cache.constants';
 import type { RouteRequest } from './route-cache.options';
 import { compileRoutePlan, RouteHandler, RoutePlan } from './route-cache.plan';
 import { StampedeService } from './stampede.service';
@@ -31,15 +34,21 @@ const checkedApps = new WeakSet<ModulesContainer>();
 @Injectable()
 export class StampedeInterceptor implements NestInterceptor, OnModuleInit {
   private readonly plans = new Map<Type, Map<RouteHandler, RoutePlan | null>>();
+  private readonly stampede: StampedeService;
 
   constructor(
-    private readonly stampede: StampedeService,
+    // Optional, so that a module that cannot inject it gets onModuleInit's error naming the
+    // route and the fix, instead of Nest's UnknownDependenciesException.
+    @Optional() @Inject(StampedeService) stampede: StampedeService | undefined,
     private readonly modules: ModulesContainer,
     private readonly adapterHost: HttpAdapterHost,
-  ) {}
+  ) {
+    this.stampede = stampede as StampedeService;
+  }
 
   /** Checks every marked route of the app, so a bad option stops the start-up. */
   onModuleInit(): void {
+    if (!this.stampede) throw this.withoutService();
     if (checkedApps.has(this.modules)) return;
     checkedApps.add(this.modules);
     const scanner = new MetadataScanner();
@@ -65,8 +74,47 @@ export class StampedeInterceptor implements NestInterceptor, OnModuleInit {
     const plan = this.planFor(context.getClass(), handler, handler.name);
     if (!plan) return next.handle();
     req[SERVED] = true;
+    if (plan.bypasses(req)) return next.handle();
     const res: unknown = http.getResponse();
     return defer(() => this.serve(plan, req, res, next));
+  }
+
+  /** The error for an instance created in a module without StampedeService: names its routes. */
+  private withoutService(): StampedeConfigError {
+    const host = [...this.modules.values()].find((module) =>
+      [...module.injectables.values(), ...module.providers.values()].some(
+        (wrapper) => wrapper.instance === this,
+      ),
+    );
+    const moduleName = host?.metatype?.name ?? 'its module';
+    const fix =
+      `make StampedeModule global (StampedeModule.forRoot({ ..., isGlobal: true })), or import ` +
+      `in ${moduleName} the module that imports StampedeModule.forRoot() and exports it.`;
+    const scanner = new MetadataScanner();
+    for (const wrapper of host?.controllers.values() ?? []) {
+      const controller = wrapper.metatype as Type | null;
+      if (typeof controller !== 'function' || !controller.prototype) continue;
+      const prototype = controller.prototype as Record<string, object>;
+      for (const methodName of scanner.getAllMethodNames(prototype)) {
+        const handler = prototype[methodName];
+        if (Reflect.getMetadata(PATH_METADATA, handler) === undefined) continue;
+        const marked =
+          Reflect.getMetadata(STAMPEDE_ROUTE, handler) ||
+          Reflect.getMetadata(STAMPEDE_ROUTE, controller)
+            ? '@CacheRoute'
+            : bindsInterceptor(handler) || bindsInterceptor(controller)
+              ? 'StampedeInterceptor bound'
+              : undefined;
+        if (marked) {
+          return new StampedeConfigError(
+            `${controller.name}.${methodName} has ${marked}, but ${moduleName} cannot inject StampedeService: ${fix}`,
+          );
+        }
+      }
+    }
+    return new StampedeConfigError(
+      `StampedeInterceptor in ${moduleName} cannot inject StampedeService: ${fix}`,
+    );
   }
 
   private planFor(controller: Type, handler: RouteHandler, methodName: string): RoutePlan | null {
@@ -90,7 +138,8 @@ export class StampedeInterceptor implements NestInterceptor, OnModuleInit {
     next: CallHandler,
   ): Promise<unknown> {
     const key = plan.keyOf(req);
-    let ranHere = false; // this request's handler produced the response
+    const adapter = this.adapterHost.httpAdapter;
+    let own: { value: unknown } | undefined; // what this request's handler returned, if it ran
     let answered = false;
     const loader = async () => {
       // The engine also calls the loader of a request it answered from the cache, to refresh
@@ -100,17 +149,39 @@ export class StampedeInterceptor implements NestInterceptor, OnModuleInit {
       const inBackground = answered;
       const value: unknown = await lastValueFrom(next.handle(), { defaultValue: undefined });
       refuseUnstorable(value, plan.name);
-      if (!inBackground) ranHere = true;
-      return value;
+      if (!inBackground) own = { value };
+      // undefined is neither stored nor, below, served to the requests joined to this load.
+      return plan.stores((name) => adapter.getHeader(res, name)) ? value : undefined;
     };
     try {
       const value = await this.stampede.run(key, loader, plan.policy, plan.name);
-      this.adapterHost.httpAdapter.setHeader(res, CACHE_STATUS_HEADER, ranHere ? 'miss' : 'hit');
+      if (own) {
+        adapter.setHeader(res, CACHE_STATUS_HEADER, 'miss');
+        return own.value;
+      }
+      if (value === undefined) {
+        // Joined a load whose response was not stored (it was another caller's): run our own.
+        const mine: unknown = await lastValueFrom(next.handle(), { defaultValue: undefined });
+        adapter.setHeader(res, CACHE_STATUS_HEADER, 'miss');
+        return mine;
+      }
+      adapter.setHeader(res, CACHE_STATUS_HEADER, 'hit');
       return value;
     } finally {
       answered = true;
     }
   }
+}
+
+/** `@UseInterceptors(StampedeInterceptor)` (or an instance or subclass of it) on a class or method. */
+export function bindsInterceptor(target: object): boolean {
+  const bound = (Reflect.getMetadata(INTERCEPTORS_METADATA, target) ?? []) as unknown[];
+  return bound.some(
+    (i) =>
+      i === StampedeInterceptor ||
+      i instanceof StampedeInterceptor ||
+      (typeof i === 'function' && i.prototype instanceof StampedeInterceptor),
+  );
 }
 
 /** Values are stored as JSON: bytes and streams would come back as something else. */
