@@ -84,13 +84,18 @@ export {
   type RedisStreamsRecordOptions,
 } from './transport/redis-streams.record';
 export type { RedisStreamsServerMetrics } from './transport/server-metrics';
-export { REDIS_STREAMS_TRANSPORT, ServerRedisStreams } from './transport/server-redis-streams';
+export {
+  type GroupRecreation,
+  REDIS_STREAMS_TRANSPORT,
+  ServerRedisStreams,
+} from './transport/server-redis-streams';
 export {
   type AckFlushFailedEvent,
   type AckFlushRecoveredEvent,
   type ClaimEvent,
   type DeadLetteredEvent,
   type EventEmitterLike,
+  type GroupRecreatedEvent,
   RedisStreamsEventBus,
   type RedisStreamsTelemetryEventName,
   type RedisStreamsTelemetryEvents,

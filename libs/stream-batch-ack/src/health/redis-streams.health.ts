@@ -25,7 +25,10 @@ export interface RedisStreamsHealthOptions {
   timeoutMs?: number;
 }
 
-/** Terminus indicator: connection status, group lag and pending count from `XINFO GROUPS`. */
+/**
+ * Terminus indicator: connection status, group lag and pending count from `XINFO GROUPS`; with the
+ * server as `client`, also `groupRecreated` after the server recreated a lost consumer group.
+ */
 @Injectable()
 export class RedisStreamsHealthIndicator {
   constructor(private readonly healthIndicatorService: HealthIndicatorService) {}
@@ -99,6 +102,16 @@ export class RedisStreamsHealthIndicator {
                 lastDeliveredId: p.lastDeliveredId,
               })),
             };
+      // Reported, not down: the group works again. Alerts come from the event and the warning.
+      const recreated = server?.groupRecreation(stream);
+      if (recreated)
+        details.groupRecreated = {
+          stream: recreated.stream,
+          fromId: recreated.fromId,
+          fromStartId: recreated.fromStartId,
+          at: recreated.at.toISOString(),
+          count: recreated.count,
+        };
       const problems: string[] = [];
       if (options.maxPending !== undefined && pending > options.maxPending)
         problems.push(`pending ${pending} > ${options.maxPending}`);

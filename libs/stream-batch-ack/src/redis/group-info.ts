@@ -52,3 +52,22 @@ function toRecord(flat: unknown[]): Record<string, unknown> {
   for (let i = 0; i + 1 < flat.length; i += 2) out[String(flat[i])] = flat[i + 1];
   return out;
 }
+
+/**
+ * `XGROUP CREATE stream group id MKSTREAM`: true when it created the group, false when the group
+ * exists already (`BUSYGROUP`, e.g. another consumer created it first).
+ */
+export async function createGroup(
+  client: Redis | Cluster,
+  stream: string,
+  group: string,
+  id: string,
+): Promise<boolean> {
+  try {
+    await client.call('XGROUP', 'CREATE', stream, group, id, 'MKSTREAM');
+    return true;
+  } catch (err) {
+    if (err instanceof Error && err.message.startsWith('BUSYGROUP')) return false;
+    throw err;
+  }
+}

@@ -45,12 +45,32 @@ export interface ClaimEvent {
   from: string[];
 }
 
+/**
+ * The consumer group was missing on a stream (`XGROUP DESTROY`, or the stream was deleted) and
+ * this server created it again, after the last entry it had read: nothing it read is delivered
+ * again, everything written since is.
+ */
+export interface GroupRecreatedEvent {
+  stream: string;
+  group: string;
+  /** The consumer that recreated it (this server's). */
+  consumer: string;
+  /** The id the group was created at: entries after it are delivered. */
+  fromId: string;
+  /**
+   * True when this server knew no entry of the stream (it had read none, and the group had
+   * delivered none when the server started): `fromId` is then the `startId` option.
+   */
+  fromStartId: boolean;
+}
+
 /** The events of `server.events`, by name. */
 export interface RedisStreamsTelemetryEvents {
   'redis_streams.message.dead_lettered': DeadLetteredEvent;
   'redis_streams.ack.flush_failed': AckFlushFailedEvent;
   'redis_streams.ack.flush_recovered': AckFlushRecoveredEvent;
   'redis_streams.claim': ClaimEvent;
+  'redis_streams.group.recreated': GroupRecreatedEvent;
 }
 
 export type RedisStreamsTelemetryEventName = keyof RedisStreamsTelemetryEvents;

@@ -282,6 +282,17 @@ export class ServerTelemetry {
       });
   }
 
+  /** The group was missing on `stream` and this server created it again at `fromId`. */
+  groupRecreated(stream: string, fromId: string, fromStartId: boolean): void {
+    this.events.emit('redis_streams.group.recreated', {
+      stream,
+      group: this.options.group,
+      consumer: this.options.consumer,
+      fromId,
+      fromStartId,
+    });
+  }
+
   // ------------------------------------------------------------------ handler calls
 
   /**

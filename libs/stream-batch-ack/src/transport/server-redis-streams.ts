@@ -17,6 +17,7 @@ import { checkPartitionCounts } from '../partitions/partition-metadata';
 import { readGroupStats, StreamGroupStats } from '../partitions/partition-stats';
 import { closeClient, createRedisClient, isClusterConnection } from '../redis/connection';
 import { groupStreamsForReading, keySlot } from '../redis/keys';
+import { createGroup, readGroupInfo } from '../redis/group-info';
 import { createManagedClient, EventListener } from '../redis/managed-client';
 import { defineStreamScripts, StreamScripts } from '../redis/scripts';
 import { ClaimHeartbeat } from './claim-heartbeat';
@@ -36,6 +37,19 @@ import type { RedisStreamsEventBus } from '../telemetry/redis-streams.telemetry-
 import { RedisStreamsServerMetrics } from './server-metrics';
 import { resolveServerOptions } from './server-options';
 import { RawEntry, StreamReader } from './stream-reader';
+
+/** The last recreation of a stream's lost consumer group by this server (`server.groupRecreation()`). */
+export interface GroupRecreation {
+  /** The physical stream (a partition's, for a partitioned stream). */
+  stream: string;
+  /** The id the group was created at: entries after it are delivered. */
+  fromId: string;
+  /** True when the server knew no entry of the stream and used `startId`. */
+  fromStartId: boolean;
+  at: Date;
+  /** Recreations since the server started (over every partition of the stream). */
+  count: number;
+}
 
 /** The transport id of ServerRedisStreams (for `onProcessingStartHook` and friends). */
 export const REDIS_STREAMS_TRANSPORT = Symbol('REDIS_STREAMS');
@@ -78,6 +92,12 @@ export class ServerRedisStreams
   private gate: FlowGate | null = null;
   private reclaimer: PendingReclaimer | null = null;
   private heartbeat: ClaimHeartbeat | null = null;
+  /** Per physical stream: the last entry id this server read, or the group's at start-up. */
+  private readonly lastIds = new Map<string, string>();
+  private readonly recreations = new Map<
+    string,
+    { fromId: string; fromStartId: boolean; at: number; count: number }
+  >();
   private processor: EntryProcessor | null = null;
   private idempotency: IdempotencyStore | null = null;
   private ownedIdempotencyClient: Client | null = null;
@@ -225,8 +245,11 @@ export class ServerRedisStreams
             blockMs: options.read.blockMs,
           },
           gate,
-          (stream, entries) => this.deliver(stream, toDelivered(entries)),
-          () => this.ensureGroups(),
+          (stream, entries) => {
+            this.lastIds.set(stream, entries[entries.length - 1][0]);
+            this.deliver(stream, toDelivered(entries));
+          },
+          () => this.recreateGroups(group),
           this.logger,
         ),
     );
@@ -534,22 +557,69 @@ export class ServerRedisStreams
     });
   }
 
+  /**
+   * At start: creates the group at `startId` on every stream that lacks it, and notes where the
+   * group is (its last-delivered-id): should the group be lost before this server reads anything,
+   * it is recreated there rather than at `startId`.
+   */
   protected async ensureGroups(): Promise<void> {
     const commands = this.unwrapCommands();
-    for (const stream of this.routes.keys()) {
-      try {
-        await commands.call(
-          'XGROUP',
-          'CREATE',
-          stream,
-          this.options.group,
-          this.options.startId,
-          'MKSTREAM',
-        );
-      } catch (err) {
-        if (!describeError(err).startsWith('BUSYGROUP')) throw err;
-      }
+    const { group, startId } = this.options;
+    await Promise.all(
+      [...this.routes.keys()].map(async (stream) => {
+        await createGroup(commands, stream, group, startId);
+        const info = await readGroupInfo(commands, stream, group, 1000).catch(() => undefined);
+        const last = info?.lastDeliveredId;
+        if (last && last !== '0-0' && !this.lastIds.has(stream)) this.lastIds.set(stream, last);
+      }),
+    );
+  }
+
+  /**
+   * After NOGROUP (XGROUP DESTROY, or the stream deleted): creates the group again on the streams
+   * of `streams` that lack it, after the last entry this server read there, so that nothing it
+   * read is delivered again and nothing written since is skipped (stream ids grow with time, also
+   * in a stream deleted and written again); at `startId` only when it knows no entry. A group that
+   * exists (BUSYGROUP: another consumer recreated it first) is left as it is.
+   */
+  private async recreateGroups(streams: readonly string[]): Promise<void> {
+    const commands = this.unwrapCommands();
+    const { group, startId } = this.options;
+    for (const stream of streams) {
+      const known = this.lastIds.get(stream);
+      const fromId = known ?? startId;
+      if (!(await createGroup(commands, stream, group, fromId))) continue;
+      const count = (this.recreations.get(stream)?.count ?? 0) + 1;
+      this.recreations.set(stream, { fromId, fromStartId: !known, at: Date.now(), count });
+      this.logger.warn(
+        `Consumer group "${group}" was missing on stream "${stream}" (XGROUP DESTROY, or the stream was deleted): ` +
+          (known
+            ? `created it again after the last entry this server read, ${fromId}. `
+            : `created it again at startId ${startId}: this server had read nothing from the stream. `) +
+          'Entries that were pending in the lost group (delivered, not acknowledged) are not delivered again.',
+      );
+      this.telemetry.groupRecreated(stream, fromId, !known);
     }
+  }
+
+  /**
+   * The last time since start that this server recreated the lost consumer group of `stream`
+   * (of one of its partitions), or undefined. The health indicator reports it as `groupRecreated`.
+   */
+  groupRecreation(stream: string): GroupRecreation | undefined {
+    const found = this.layout.streams(stream).flatMap((physical) => {
+      const r = this.recreations.get(physical);
+      return r ? [{ ...r, stream: physical }] : [];
+    });
+    if (found.length === 0) return undefined;
+    const last = found.reduce((a, b) => (b.at > a.at ? b : a));
+    return {
+      stream: last.stream,
+      fromId: last.fromId,
+      fromStartId: last.fromStartId,
+      at: new Date(last.at),
+      count: found.reduce((n, r) => n + r.count, 0),
+    };
   }
 }
 

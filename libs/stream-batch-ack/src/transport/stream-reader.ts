@@ -25,6 +25,7 @@ export class StreamReader {
     private readonly options: StreamReaderOptions,
     private readonly gate: FlowGate,
     private readonly deliver: (stream: string, entries: RawEntry[]) => void,
+    /** After NOGROUP: creates the missing groups of these streams again (and says so). */
     private readonly recreateGroups: () => Promise<void>,
     private readonly logger: Logger,
   ) {}
@@ -60,10 +61,11 @@ export class StreamReader {
         failures++;
         const message = describeError(err);
         if (message.startsWith('NOGROUP')) {
-          this.logger.warn(
-            `Consumer group "${group}" is missing (stream deleted?): creating it again.`,
+          await this.recreateGroups().catch((e) =>
+            this.logger.error(
+              `Consumer group "${group}" is missing and could not be created again: ${describeError(e)}`,
+            ),
           );
-          await this.recreateGroups().catch((e) => this.logger.error(describeError(e)));
         } else {
           this.logger.error(`XREADGROUP failed: ${message}`);
         }
