@@ -1,8 +1,6 @@
 import { Controller, INestMicroservice } from '@nestjs/common';
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { Cluster, Redis } from 'ioredis';
-import { execFile } from 'node:child_process';
-import path from 'node:path';
 import {
   DeadLetters,
   RedisStreamsContext,
@@ -11,6 +9,7 @@ import {
 } from '@nest-redis-resilience/stream-batch-ack';
 import { partitionCountKey, partitionStreams } from '../src/partitions/partition-layout';
 import { keySlot } from '../src/redis/keys';
+import { deadLetterStreamDoubts, inspectStream } from '../src/dead-letter/dead-letters';
 
 const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 import { ThrowawayCluster } from '../../../test/support/throwaway-cluster';
@@ -24,43 +23,13 @@ import {
   startMicroservice,
   waitFor,
 } from './support/helpers';
+import { addDeadLetter, addDeadLetters, dlq } from './support/dead-letters';
 
 const prefix = randomPrefix('dead-letters');
-const ROOT = path.join(__dirname, '..', '..', '..');
 jest.setTimeout(60_000);
 
 let streams = 0;
 const newStream = () => `${prefix}s${++streams}`;
-
-/** Writes a dead letter the way ServerRedisStreams does; returns its id. */
-async function addDeadLetter(
-  redis: Redis,
-  stream: string,
-  original: Record<string, string>,
-  overrides: Record<string, string> = {},
-): Promise<string> {
-  const fields: Record<string, string> = {
-    stream,
-    id: `${1_700_000_000_000 + streams}-0`,
-    group: 'workers',
-    consumer: 'c1',
-    deliveries: '3',
-    reason: 'handler-failed',
-    error: 'boom',
-    errorName: 'Error',
-    stack: 'Error: boom\n    at handler',
-    failedAt: '2024-01-01T00:00:00.000Z',
-    fields: JSON.stringify(original),
-    ...overrides,
-  };
-  return (await redis.xadd(`${stream}:dlq`, '*', ...Object.entries(fields).flat())) as string;
-}
-
-async function addDeadLetters(redis: Redis, stream: string, n: number): Promise<string[]> {
-  const ids: string[] = [];
-  for (let i = 0; i < n; i++) ids.push(await addDeadLetter(redis, stream, { data: `{"n":${i}}` }));
-  return ids;
-}
 
 describe('DeadLetters', () => {
   let redis: Redis;
@@ -163,6 +132,7 @@ describe('DeadLetters', () => {
 
   it("replay 'all' pages through a large dead-letter stream, in order", async () => {
     const stream = newStream();
+    await redis.xgroup('CREATE', stream, 'workers', '$', 'MKSTREAM');
     const ids = await addDeadLetters(redis, stream, 250);
     const result = await dl.replay(stream, 'all');
     expect(result.replayed.map((r) => r.deadLetterId)).toEqual(ids);
@@ -173,18 +143,22 @@ describe('DeadLetters', () => {
   });
 
   it("replay 'all' stops at the dead letters present when it started", async () => {
-    // Contrived: the dead letters name their own dead-letter stream as their stream, so every
-    // replayed one lands behind the others, as a message that fails again would.
+    // Each replayed message fails again at once: a new dead letter arrives behind the others
+    // (sent on the replay's own connection, so before it reads its next chunk).
     const stream = newStream();
-    for (let i = 0; i < 3; i++)
-      await addDeadLetter(redis, stream, { data: `{"n":${i}}` }, { stream: `${stream}:dlq` });
-    const result = await dl.replay(stream, 'all', { chunkSize: 1 });
+    await redis.xgroup('CREATE', stream, 'workers', '$', 'MKSTREAM');
+    await addDeadLetters(redis, stream, 3);
+    const result = await dl.replay(stream, 'all', {
+      chunkSize: 1,
+      onReplayed: () => void addDeadLetter(redis, stream, { data: '{"again":true}' }),
+    });
     expect(result.replayed).toHaveLength(3);
     expect(await dl.count(stream)).toBe(3);
   });
 
   it('a dead letter whose fields are not JSON is listed with a problem, refused by replay, and can be dropped', async () => {
     const stream = newStream();
+    await redis.xgroup('CREATE', stream, 'workers', '$', 'MKSTREAM');
     const good = await addDeadLetter(redis, stream, { data: '{"n":1}' });
     const bad = await addDeadLetter(redis, stream, {}, { fields: '{broken' });
 
@@ -219,6 +193,7 @@ describe('DeadLetters', () => {
 
   it('two replays of one dead letter at once append it once', async () => {
     const stream = newStream();
+    await redis.xgroup('CREATE', stream, 'workers', '$', 'MKSTREAM');
     const [id] = await addDeadLetters(redis, stream, 1);
     const [first, second] = await Promise.all([dl.replay(stream, [id]), dl.replay(stream, [id])]);
     expect(first.replayed.length + second.replayed.length).toBe(1);
@@ -228,12 +203,69 @@ describe('DeadLetters', () => {
 
   it('a custom dead-letter stream name', async () => {
     const stream = newStream();
+    await redis.xgroup('CREATE', stream, 'workers', '$', 'MKSTREAM');
     const custom = new DeadLetters(redis, { deadLetterStream: (s) => `${s}:dead` });
     await redis.xadd(`${stream}:dead`, '*', 'stream', stream, 'fields', '{"a":"1"}');
+    await redis.xadd(`${stream}:dead`, '*', 'stream', `${stream}:other`, 'fields', '{"a":"2"}');
     const [d] = await custom.list(stream);
     expect(d.fields).toEqual({ a: '1' });
-    await custom.replay(stream, 'all');
+    const result = await custom.replay(stream, 'all');
     expect((await readAll(redis, stream)).map((e) => e.fields)).toEqual([{ a: '1' }]);
+    // Not one of the streams whose dead letters go to `${stream}:dead`.
+    expect(result.refused).toEqual([
+      expect.objectContaining({
+        reason: expect.stringContaining(`whose dead letters go to "${stream}:other:dead"`),
+      }),
+    ]);
+    expect(await redis.exists(`${stream}:other`)).toBe(0);
+  });
+
+  it('replay writes only into a stream that exists, is a stream and is not a dead-letter stream', async () => {
+    const custom = new DeadLetters(redis, { deadLetterStream: () => `${prefix}shared:dlq` });
+    const missing = newStream();
+    const notStream = newStream();
+    await redis.set(notStream, 'x');
+    const dlqLike = newStream();
+    await addDeadLetter(redis, newStream(), { data: '{}' }, {}, dlqLike);
+    const ok = newStream();
+    await redis.xgroup('CREATE', ok, 'workers', '$', 'MKSTREAM');
+    const ids = [];
+    for (const target of [missing, notStream, dlqLike, `${prefix}shared:dlq`, ok])
+      ids.push(await addDeadLetter(redis, target, { data: target }, {}, `${prefix}shared:dlq`));
+
+    const result = await custom.replay('any', 'all');
+    expect(result.replayed.map((r) => r.deadLetterId)).toEqual([ids[4]]);
+    expect(result.refused.map((r) => [r.deadLetterId, r.reason])).toEqual([
+      [ids[0], expect.stringContaining(`"${missing}" does not exist`)],
+      [ids[1], expect.stringContaining(`"${notStream}" is a string, not a stream`)],
+      [ids[2], expect.stringContaining(`"${dlqLike}" holds dead letters`)],
+      [ids[3], expect.stringContaining('is this dead-letter stream itself')],
+    ]);
+    expect(await redis.exists(missing)).toBe(0);
+    expect(await redis.get(notStream)).toBe('x');
+    expect(await redis.xlen(dlqLike)).toBe(1);
+    expect(await custom.count('any')).toBe(4);
+  });
+
+  it('a stream deleted during a replay is not created again: the replay stops and says what it did', async () => {
+    const stream = newStream();
+    await redis.xgroup('CREATE', stream, 'workers', '$', 'MKSTREAM');
+    const ids = await addDeadLetters(redis, stream, 3);
+    const error = await dl
+      .replay(stream, 'all', {
+        chunkSize: 1,
+        // On the replay's connection: deleted before its next script.
+        onReplayed: () => void redis.del(stream),
+      })
+      .catch((err: unknown) => err);
+    expect(error).toMatchObject({
+      code: 'INTERRUPTED',
+      message: expect.stringContaining('stopped after replaying 1 dead letter(s)'),
+      cause: expect.objectContaining({ message: expect.stringContaining('is not a stream') }),
+      result: { replayed: [expect.objectContaining({ deadLetterId: ids[0] })], missing: [] },
+    });
+    expect(await redis.exists(stream)).toBe(0);
+    expect((await dl.list(stream)).map((d) => d.deadLetterId)).toEqual(ids.slice(1));
   });
 
   it('bad input is a clear error', async () => {
@@ -279,6 +311,7 @@ describe('DeadLetters on a Redis Cluster (throwaway 3-node cluster)', () => {
   it('lists, replays and drops the dead letters of a hash-tagged stream', async () => {
     const stream = '{sba-dlq}:orders';
     const dlq = `${stream}:dlq`;
+    await cluster.xgroup('CREATE', stream, 'workers', '$', 'MKSTREAM');
     const add = (n: number) =>
       cluster.xadd(dlq, '*', 'stream', stream, 'fields', JSON.stringify({ data: `{"n":${n}}` }));
     const ids = [(await add(1))!, (await add(2))!, (await add(3))!];
@@ -364,6 +397,8 @@ describe('DeadLetters with ServerRedisStreams', () => {
       fields: { data: JSON.stringify({ n: 2, poison: true }) },
     });
     expect(new Date(dead.failedAt).getTime()).not.toBeNaN();
+    // What the server writes is what sba-dlq takes for a dead-letter stream.
+    expect(deadLetterStreamDoubts(await inspectStream(redis, `${NEST_STREAM}:dlq`))).toEqual([]);
 
     healed = true;
     const result = await dl.replay(NEST_STREAM, [dead.deadLetterId]);
@@ -389,20 +424,6 @@ describe('DeadLetters with ServerRedisStreams', () => {
 });
 
 // ---------------------------------------------------------------- the CLI
-
-function dlq(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [path.join(ROOT, 'scripts', 'dlq.js'), ...args],
-      { cwd: ROOT, env: { ...process.env, REDIS_URL }, timeout: 50_000 },
-      (err, stdout, stderr) => {
-        const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
-}
 
 describe('dlq CLI (node scripts/dlq.js)', () => {
   let redis: Redis;
@@ -439,6 +460,7 @@ describe('dlq CLI (node scripts/dlq.js)', () => {
 
   it('list --json, replay by id, replay --all', async () => {
     const stream = newStream();
+    await redis.xgroup('CREATE', stream, 'workers', '$', 'MKSTREAM');
     const ids = await addDeadLetters(redis, stream, 3);
 
     const list = await dlq(['list', stream, '--json']);

@@ -1,4 +1,9 @@
-import { isStreamId, parseDeadLetter } from './dead-letter-entry';
+import {
+  DEAD_LETTER_FIELDS,
+  isStreamId,
+  missingDeadLetterFields,
+  parseDeadLetter,
+} from './dead-letter-entry';
 
 const entry = (fields: Record<string, string>) => Object.entries(fields).flat();
 
@@ -34,7 +39,7 @@ describe('parseDeadLetter', () => {
     });
   });
 
-  it('fills in what is missing, with the given stream', () => {
+  it('fills in what is missing, with the given stream; without its stream it is not replayable', () => {
     expect(parseDeadLetter('1-0', entry({ fields: '{"a":"1"}' }), 'orders')).toEqual({
       deadLetterId: '1-0',
       stream: 'orders',
@@ -48,6 +53,7 @@ describe('parseDeadLetter', () => {
       stack: '',
       failedAt: '',
       fields: { a: '1' },
+      problem: 'it has no "stream" field (the stream it came from)',
     });
   });
 
@@ -77,4 +83,17 @@ describe('isStreamId', () => {
   it.each(['', '-', '+', '1-', 'abc', '1-0-0', ' 1-0', '(1-0'])('rejects "%s"', (id) =>
     expect(isStreamId(id)).toBe(false),
   );
+});
+
+describe('missingDeadLetterFields', () => {
+  const all = DEAD_LETTER_FIELDS.flatMap((name) => [name, '']);
+  it('an entry with every field the server writes (empty values too) misses none', () =>
+    expect(missingDeadLetterFields(all)).toEqual([]));
+  it('names the fields a plain message lacks', () => {
+    expect(missingDeadLetterFields(['data', '{}'])).toEqual([...DEAD_LETTER_FIELDS]);
+    expect(missingDeadLetterFields(all.slice(2))).toEqual(['stream']);
+    expect(missingDeadLetterFields(null)).toEqual([...DEAD_LETTER_FIELDS]);
+  });
+  it('looks at field names only, not values', () =>
+    expect(missingDeadLetterFields(['x', 'stream', 'y', 'id'])).toEqual([...DEAD_LETTER_FIELDS]));
 });

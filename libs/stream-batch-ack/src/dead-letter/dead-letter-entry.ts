@@ -8,7 +8,10 @@ export type DeadLetterReason = 'malformed' | 'max-deliveries' | 'handler-failed'
 export interface DeadLetter {
   /** Id of the entry in the dead-letter stream (what `get`, `replay` and `drop` take). */
   deadLetterId: string;
-  /** The stream the entry came from, and where `replay` appends it again. */
+  /**
+   * The stream the entry came from (its `stream` field), and where `replay` appends it again. An
+   * entry without one shows the stream it was read for, and has a `problem`.
+   */
   stream: string;
   /** Id of the original entry in `stream`. */
   id: string;
@@ -24,8 +27,35 @@ export interface DeadLetter {
   failedAt: string;
   /** The fields of the original entry (what `replay` appends). */
   fields: Record<string, string>;
-  /** Set when the entry cannot be replayed (its `fields` are missing or not a JSON object of strings). */
+  /**
+   * Set when the entry cannot be replayed: its `fields` are missing or not a JSON object of
+   * strings, or it does not name the stream it came from.
+   */
   problem?: string;
+}
+
+/**
+ * The fields ServerRedisStreams writes in every dead letter (`transport/dead-letter-writer.ts`).
+ * An entry that has all of them is taken for a dead letter of this library.
+ */
+export const DEAD_LETTER_FIELDS = [
+  'stream',
+  'id',
+  'group',
+  'consumer',
+  'deliveries',
+  'reason',
+  'error',
+  'errorName',
+  'stack',
+  'failedAt',
+  'fields',
+] as const;
+
+/** The dead-letter fields that a stream entry (flat field, value list) does not have. */
+export function missingDeadLetterFields(flat: readonly string[] | null): string[] {
+  const present = new Set((flat ?? []).filter((_, i) => i % 2 === 0));
+  return DEAD_LETTER_FIELDS.filter((name) => !present.has(name));
 }
 
 /** A stream entry id as Redis takes it: `<ms>-<seq>` or `<ms>`. */
@@ -35,7 +65,8 @@ export function isStreamId(id: string): boolean {
 
 /**
  * Reads a dead-letter entry. Never throws: an entry whose `fields` can't be read is returned with
- * `fields: {}` and a `problem`. `stream` is used when the entry does not name its stream.
+ * `fields: {}` and a `problem`. `stream` is shown when the entry does not name its stream (which
+ * is a `problem` too: replay does not guess where it came from).
  */
 export function parseDeadLetter(
   deadLetterId: string,
@@ -45,6 +76,9 @@ export function parseDeadLetter(
   const f = fieldsToObject(flat);
   const deliveries = Number(f.deliveries);
   const original = parseOriginalFields(f.fields);
+  const problem =
+    original.problem ??
+    (f.stream ? undefined : 'it has no "stream" field (the stream it came from)');
   return {
     deadLetterId,
     stream: f.stream || stream,
@@ -58,7 +92,7 @@ export function parseDeadLetter(
     stack: f.stack ?? '',
     failedAt: f.failedAt ?? '',
     fields: original.fields,
-    ...(original.problem ? { problem: original.problem } : {}),
+    ...(problem ? { problem } : {}),
   };
 }
 

@@ -1,18 +1,28 @@
 import type { Cluster, Redis } from 'ioredis';
-import { StreamBatchAckError } from '../core/errors';
+import { describeError, StreamBatchAckError } from '../core/errors';
+import { toRecord } from '../redis/group-info';
 import { defaultDeadLetterStream, keySlot } from '../redis/keys';
-import { DeadLetter, isStreamId, parseDeadLetter } from './dead-letter-entry';
+import {
+  DeadLetter,
+  isStreamId,
+  missingDeadLetterFields,
+  parseDeadLetter,
+} from './dead-letter-entry';
 
 /**
- * replay-dead-letter-1: appends a dead letter's original fields to its stream and deletes the
+ * replay-dead-letter-2: appends a dead letter's original fields to its stream and deletes the
  * dead letter, atomically; does nothing when the dead letter is gone (replayed or dropped by
  * someone else since it was read: stream entries never change, so one that exists is the one read).
+ * Fails, writing nothing, when the stream is not (or no longer) a stream: XADD would create it.
  *   KEYS[1]  stream   KEYS[2]  dead-letter stream
  *   ARGV[1]  dead-letter id   ARGV[2..]  field, value, ... of the original entry
  * Returns the new entry id, or nil.
  */
 export const REPLAY_DEAD_LETTER_LUA = `
 if #redis.call('XRANGE', KEYS[2], ARGV[1], ARGV[1]) == 0 then return false end
+if redis.call('TYPE', KEYS[1]).ok ~= 'stream' then
+  return redis.error_reply('SBA_NOT_A_STREAM "' .. KEYS[1] .. '" is not a stream (any more); nothing was written to it')
+end
 local added = redis.call('XADD', KEYS[1], '*', unpack(ARGV, 2))
 redis.call('XDEL', KEYS[2], ARGV[1])
 return added
@@ -28,9 +38,20 @@ interface ReplayScript {
   ): Promise<string | null>;
 }
 
-/** Bad input (`INVALID_ARGUMENT`), or keys a Cluster can't use in one script (`CROSS_SLOT`). */
+/**
+ * Bad input (`INVALID_ARGUMENT`), keys a Cluster can't use in one script (`CROSS_SLOT`), or a
+ * replay stopped half-way by a Redis error or its `signal` (`INTERRUPTED`, with `result`: what it
+ * had done, and `cause`).
+ */
 export class DeadLetterError extends StreamBatchAckError {
-  constructor(code: 'INVALID_ARGUMENT' | 'CROSS_SLOT', message: string) {
+  constructor(
+    code: 'INVALID_ARGUMENT' | 'CROSS_SLOT' | 'INTERRUPTED',
+    message: string,
+    /** `INTERRUPTED`: the dead letters replayed, missing and refused before the replay stopped. */
+    readonly result?: ReplayResult,
+    /** `INTERRUPTED`: the Redis error, or the signal's reason. */
+    override readonly cause?: unknown,
+  ) {
     super(code, message);
   }
 }
@@ -52,14 +73,99 @@ export interface ListDeadLettersOptions {
 export interface ReplayOptions {
   /** Dead letters read and replayed per round trip (default 100). */
   chunkSize?: number;
+  /**
+   * Stops the replay before its next chunk (the chunk in flight finishes); it then rejects with
+   * `DeadLetterError` `INTERRUPTED`, whose `result` says what was replayed.
+   */
+  signal?: AbortSignal;
+  /** Called for each dead letter replayed, as soon as its chunk is done (to show progress). */
+  onReplayed?: (replayed: ReplayedDeadLetter) => void;
+}
+
+/** A dead letter appended to its stream again (as `newId`) and deleted from the dead-letter stream. */
+export interface ReplayedDeadLetter {
+  deadLetterId: string;
+  stream: string;
+  id: string;
+  newId: string;
 }
 
 export interface ReplayResult {
-  replayed: { deadLetterId: string; stream: string; id: string; newId: string }[];
+  replayed: ReplayedDeadLetter[];
   /** Requested dead-letter ids that are not (or no longer) in the dead-letter stream. */
   missing: string[];
-  /** Dead letters that can't be replayed (see `DeadLetter.problem`); they stay. */
+  /**
+   * Dead letters that can't be replayed (see `DeadLetter.problem`), or whose stream can't take
+   * them (missing, not a stream, a dead-letter stream, not a stream whose dead letters go here);
+   * they stay.
+   */
   refused: { deadLetterId: string; reason: string }[];
+}
+
+/** How many entries at each end of a stream `inspectStream` looks at. */
+const SAMPLE = 10;
+
+/** What `inspectStream` found at a key. */
+export interface StreamInspection {
+  key: string;
+  /** As `TYPE` says: `'none'` when the key does not exist. */
+  type: string;
+  /** Entries of the stream (0 when not a stream). */
+  length: number;
+  /** Among the first and last entries looked at, those without the dead-letter fields. */
+  notDeadLetters: { id: string; missing: string[] }[];
+  /** Consumer groups with entries delivered and not acknowledged: someone consumes the stream. */
+  pendingGroups: { name: string; pending: number }[];
+}
+
+/**
+ * Looks at a key without changing it: its type and, for a stream, its length, whether its first
+ * and last entries are dead letters, and its consumer groups with pending entries.
+ */
+export async function inspectStream(client: Client, key: string): Promise<StreamInspection> {
+  const type = String(await client.type(key));
+  if (type !== 'stream') return { key, type, length: 0, notDeadLetters: [], pendingGroups: [] };
+  const [length, first, last, groups] = await Promise.all([
+    client.xlen(key),
+    client.xrange(key, '-', '+', 'COUNT', SAMPLE),
+    client.xrevrange(key, '+', '-', 'COUNT', SAMPLE),
+    client.call('XINFO', 'GROUPS', key) as Promise<unknown[][]>,
+  ]);
+  const looked = new Map([...first, ...last]);
+  return {
+    key,
+    type,
+    length,
+    notDeadLetters: [...looked]
+      .map(([id, flat]) => ({ id, missing: missingDeadLetterFields(flat) }))
+      .filter((e) => e.missing.length > 0),
+    pendingGroups: groups
+      .map(toRecord)
+      .map((g) => ({ name: String(g.name), pending: Number(g.pending ?? 0) }))
+      .filter((g) => g.pending > 0),
+  };
+}
+
+/** Why an inspected stream does not look like a dead-letter stream of this library; [] when it does. */
+export function deadLetterStreamDoubts(info: StreamInspection): string[] {
+  const doubts = info.pendingGroups.map(
+    (g) => `consumer group "${g.name}" has ${g.pending} pending entries (it is being consumed)`,
+  );
+  const [first] = info.notDeadLetters;
+  if (first)
+    doubts.push(
+      `${info.notDeadLetters.length} of its first and last ${SAMPLE} entries are not dead letters ` +
+        `(entry ${first.id} lacks the dead-letter fields ${first.missing.map((f) => `"${f}"`).join(', ')})`,
+    );
+  return doubts;
+}
+
+interface ReplayRun {
+  dlq: string;
+  result: ReplayResult;
+  /** Per stream the dead letters name: why they can't go back there, or null. */
+  targets: Map<string, Promise<string | null>>;
+  onReplayed?: (replayed: ReplayedDeadLetter) => void;
 }
 
 /**
@@ -122,10 +228,12 @@ export class DeadLetters {
   }
 
   /**
-   * Appends the original fields of each dead letter to its stream again (a new entry, which the
-   * consumer groups deliver as a new message) and deletes the dead letter: one atomic script per
-   * dead letter. `'all'` replays the dead letters present when the call starts, in chunks. A Redis
-   * error stops the replay; it is safe to run again (replayed dead letters are gone).
+   * Appends the original fields of each dead letter to the stream it came from (a new entry, which
+   * the consumer groups deliver as a new message) and deletes the dead letter: one atomic script
+   * per dead letter. Only into a stream that exists, is a stream, is not a dead-letter stream and
+   * has its dead letters here; other dead letters are `refused`. `'all'` replays the dead letters
+   * present when the call starts, in chunks. A Redis error or `signal` stops the replay with
+   * `INTERRUPTED` and the partial result; it is safe to run again (replayed dead letters are gone).
    */
   async replay(
     stream: string,
@@ -135,23 +243,26 @@ export class DeadLetters {
     const dlq = this.deadLetterStream(stream);
     this.checkSlots(stream, dlq);
     const chunkSize = positiveInteger('chunkSize', options.chunkSize ?? 100);
+    const ids = which === 'all' ? which : checkIds(which);
     const result: ReplayResult = { replayed: [], missing: [], refused: [] };
-    if (which === 'all') {
-      for await (const page of this.pages(stream, dlq, chunkSize))
-        await this.replayPage(dlq, page, result);
-      return result;
-    }
-    const ids = checkIds(which);
-    for (let i = 0; i < ids.length; i += chunkSize) {
-      const chunk = ids.slice(i, i + chunkSize);
-      const found = await Promise.all(chunk.map((id) => this.get(stream, id)));
-      chunk.forEach((id, j) => {
-        if (!found[j]) result.missing.push(id);
-      });
-      await this.replayPage(
-        dlq,
-        found.filter((d): d is DeadLetter => d !== null),
+    const run: ReplayRun = { dlq, result, targets: new Map(), onReplayed: options.onReplayed };
+    try {
+      const pages =
+        ids === 'all'
+          ? this.pages(stream, dlq, chunkSize)
+          : this.idPages(stream, ids, chunkSize, result);
+      for await (const page of pages) {
+        options.signal?.throwIfAborted();
+        await this.replayPage(run, page);
+      }
+    } catch (err) {
+      throw new DeadLetterError(
+        'INTERRUPTED',
+        `Replay from "${dlq}" stopped after replaying ${result.replayed.length} dead letter(s): ${describeError(err)}. ` +
+          'Those in result.replayed were appended to their streams and deleted from the dead-letter stream; ' +
+          'the others are still there: replay again to go on.',
         result,
+        err,
       );
     }
     return result;
@@ -172,34 +283,94 @@ export class DeadLetters {
     return dropped;
   }
 
-  private async replayPage(dlq: string, page: DeadLetter[], result: ReplayResult): Promise<void> {
-    const replayable = page.filter((d) => !d.problem);
-    for (const d of replayable) this.checkSlots(d.stream, dlq);
-    const script = this.script();
-    // Pipelined: sent without waiting for each other, run by Redis in order.
-    const newIds = await Promise.all(
-      replayable.map((d) =>
-        script.sbaReplayDeadLetter(
-          d.stream,
-          dlq,
-          d.deadLetterId,
-          ...Object.entries(d.fields).flat(),
-        ),
+  /** The requested dead letters, `size` ids at a time; ids not found go to `result.missing`. */
+  private async *idPages(
+    stream: string,
+    ids: string[],
+    size: number,
+    result: ReplayResult,
+  ): AsyncGenerator<DeadLetter[]> {
+    for (let i = 0; i < ids.length; i += size) {
+      const chunk = ids.slice(i, i + size);
+      const found = await Promise.all(chunk.map((id) => this.get(stream, id)));
+      chunk.forEach((id, j) => {
+        if (!found[j]) result.missing.push(id);
+      });
+      yield found.filter((d): d is DeadLetter => d !== null);
+    }
+  }
+
+  /**
+   * Replays one page; every dead letter of it ends up in `run.result` (or, when its script failed,
+   * stays in the dead-letter stream), and the first script error is thrown after that.
+   */
+  private async replayPage(run: ReplayRun, page: DeadLetter[]): Promise<void> {
+    const refusals = await Promise.all(
+      page.map((d) =>
+        d.problem ? `${d.problem}. Inspect it, then drop it` : this.targetProblem(run, d.stream),
       ),
     );
-    for (const d of page) {
-      if (d.problem) {
-        result.refused.push({
+    const script = this.script();
+    // Pipelined: sent without waiting for each other, run by Redis in order.
+    const outcomes = await Promise.allSettled(
+      page.map((d, i) =>
+        refusals[i] !== null
+          ? Promise.resolve(undefined)
+          : script.sbaReplayDeadLetter(
+              d.stream,
+              run.dlq,
+              d.deadLetterId,
+              ...Object.entries(d.fields).flat(),
+            ),
+      ),
+    );
+    let failure: { error: unknown } | undefined;
+    page.forEach((d, i) => {
+      const refusal = refusals[i];
+      const outcome = outcomes[i];
+      if (refusal !== null)
+        run.result.refused.push({
           deadLetterId: d.deadLetterId,
-          reason: `Dead letter ${d.deadLetterId} of "${dlq}" can't be replayed: ${d.problem}. Inspect it, then drop it.`,
+          reason: `Dead letter ${d.deadLetterId} of "${run.dlq}" can't be replayed: ${refusal}.`,
         });
-        continue;
+      else if (outcome.status === 'rejected') failure ??= { error: outcome.reason };
+      else if (!outcome.value) run.result.missing.push(d.deadLetterId);
+      else {
+        const replayed = {
+          deadLetterId: d.deadLetterId,
+          stream: d.stream,
+          id: d.id,
+          newId: outcome.value,
+        };
+        run.result.replayed.push(replayed);
+        run.onReplayed?.(replayed);
       }
-      const newId = newIds[replayable.indexOf(d)];
-      if (newId === null) result.missing.push(d.deadLetterId);
-      else
-        result.replayed.push({ deadLetterId: d.deadLetterId, stream: d.stream, id: d.id, newId });
-    }
+    });
+    if (failure) throw failure.error;
+  }
+
+  private targetProblem(run: ReplayRun, target: string): Promise<string | null> {
+    let problem = run.targets.get(target);
+    if (!problem) run.targets.set(target, (problem = this.checkTarget(target, run.dlq)));
+    return problem;
+  }
+
+  /** Why a dead letter of `dlq` naming `target` as its stream can't go back there, or null. */
+  private async checkTarget(target: string, dlq: string): Promise<string | null> {
+    const its = `its stream "${target}"`;
+    if (target === dlq) return `${its} is this dead-letter stream itself. Drop it`;
+    const own = this.deadLetterStream(target);
+    if (own !== dlq)
+      return `it came from "${target}", whose dead letters go to "${own}", not to "${dlq}". Replay it from there, or drop it`;
+    if (this.client.isCluster && keySlot(target) !== keySlot(dlq))
+      return `${its} and "${dlq}" are in different Redis Cluster hash slots, so it can't be replayed atomically`;
+    const info = await inspectStream(this.client, target);
+    if (info.type === 'none')
+      return `${its} does not exist, and replay does not create streams. Create it (and its consumer groups), then replay again`;
+    if (info.type !== 'stream') return `${its} is a ${info.type}, not a stream`;
+    if (info.length > 0 && info.notDeadLetters.length === 0)
+      return `${its} holds dead letters (it is a dead-letter stream, not a stream of messages). Drop it`;
+    return null;
   }
 
   /**

@@ -1,4 +1,4 @@
-import { parseDlqArgs, UsageError } from './dlq-cli';
+import { escapeControl, jsonText, parseDlqArgs, UsageError } from './dlq-cli';
 
 const env = { REDIS_URL: 'redis://env:6379' };
 
@@ -37,6 +37,10 @@ describe('dlq command line', () => {
       deadLetterStream: 'dead',
     });
     expect(parseDlqArgs(['drop', 'orders', '--all'], env)).toMatchObject({ ids: 'all' });
+    expect(parseDlqArgs(['drop', 'orders', '--all', '--force'], env)).toMatchObject({
+      force: true,
+    });
+    expect(parseDlqArgs(['replay', 'orders', '1-0'], env)).not.toHaveProperty('force');
     expect(parseDlqArgs(['--help'], env)).toBe('help');
     expect(parseDlqArgs(['list', '-h'], env)).toBe('help');
   });
@@ -57,8 +61,39 @@ describe('dlq command line', () => {
     [['drop', 'orders', 'nope'], '"nope" is not a dead-letter id'],
     [['drop', 'orders', '1-0', '--count', '2'], '--count and --after go with "list" only'],
     [['list', 'orders', '--bogus'], "Unknown option '--bogus'"],
+    [['show', 'orders', '1-0', '--force'], '--force goes with "replay" and "drop" only'],
   ])('%j is a usage error: %s', (argv, message) => {
     expect(() => parseDlqArgs(argv, env)).toThrow(UsageError);
     expect(() => parseDlqArgs(argv, env)).toThrow(message);
+  });
+});
+
+describe('escapeControl', () => {
+  it.each([
+    ['\x1b[2J\x1b[H', '\\x1b[2J\\x1b[H'],
+    ['a\rb\nc\td', 'a\\rb\\nc\\td'],
+    ['\x00\x07\x08\x1f\x7f', '\\x00\\x07\\x08\\x1f\\x7f'],
+    ['\u009b31m \u0085', '\\x9b31m \\x85'],
+    ['abc\u202edcba\u2066', 'abc\\u202edcba\\u2066'],
+  ])('%j is shown as %s', (text, shown) => expect(escapeControl(text)).toBe(shown));
+
+  it('keeps printable text, backslashes and non-Latin letters as they are', () => {
+    const text = 'orders {"n":1} C:\\tmp é 漢字 🙂 \u00a0';
+    expect(escapeControl(text)).toBe(text);
+  });
+
+  it('is idempotent: escaped text has nothing left to escape', () => {
+    const once = escapeControl('\x1b]0;title\x07\r\u009b');
+    expect(escapeControl(once)).toBe(once);
+  });
+});
+
+describe('jsonText', () => {
+  it('the same JSON value, with no raw DEL, C1 or bidirectional control', () => {
+    const value = { data: '\x1b[2J\r\x7f\u009b\u202e', n: 1 };
+    const text = jsonText(value);
+    expect(JSON.parse(text)).toEqual(value);
+    // eslint-disable-next-line no-control-regex
+    expect(text.replace(/\n/g, '')).not.toMatch(/[\x00-\x1f\x7f-\x9f\u202e]/);
   });
 });

@@ -47,7 +47,8 @@ export async function readGroupInfo(
   }
 }
 
-function toRecord(flat: unknown[]): Record<string, unknown> {
+/** A reply of `XINFO` (name, value, name, value, ...) as an object. */
+export function toRecord(flat: unknown[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (let i = 0; i + 1 < flat.length; i += 2) out[String(flat[i])] = flat[i + 1];
   return out;
