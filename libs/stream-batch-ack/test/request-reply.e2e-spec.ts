@@ -127,11 +127,12 @@ describe('request-reply: ClientRedisStreams.send() and @MessagePattern', () => {
     );
     expect(results).toEqual(Array.from({ length: 20 }, (_, i) => ({ sum: i + 100 })));
     await waitFor('requests acked', async () => (await pendingCount(redis, SUM, GROUP)) === 0);
-    // the replies were read and deleted from the reply stream; it expires unless the client lives
+    // the replies were read and deleted from the reply stream; it expires unless the client lives:
+    // at the latest 60 s after the longest wait for a reply (replyTimeoutMs 20 s)
     await waitFor('replies consumed', async () => (await redis.xlen(client.replyStream)) === 0);
     const pttl = await redis.pttl(client.replyStream);
     expect(pttl).toBeGreaterThan(0);
-    expect(pttl).toBeLessThanOrEqual(60_000);
+    expect(pttl).toBeLessThanOrEqual(20_000 + 60_000);
   });
 
   it('an error thrown by the handler reaches the caller as an error', async () => {
@@ -169,7 +170,7 @@ describe('request-reply: ClientRedisStreams.send() and @MessagePattern', () => {
     expect(await redis.xlen(NOBODY)).toBe(1); // the request itself was written
   });
 
-  it('a client that closed before its reply: the request fails, and the late reply stream expires', async () => {
+  it('a client that closed before its reply: the request fails, and the late reply is dropped (its reply stream is not created again)', async () => {
     const leaving = new ClientRedisStreams({ connection: REDIS_URL });
     replyStreams.push(leaving.replyStream);
     await leaving.connect();
@@ -181,14 +182,8 @@ describe('request-reply: ClientRedisStreams.send() and @MessagePattern', () => {
     expect(await redis.exists(leaving.replyStream)).toBe(0); // deleted on close
 
     releaseSlow();
-    await waitFor(
-      'the late reply written',
-      async () => (await redis.exists(leaving.replyStream)) === 1,
-    );
-    const pttl = await redis.pttl(leaving.replyStream);
-    expect(pttl).toBeGreaterThan(0);
-    expect(pttl).toBeLessThanOrEqual(60_000);
     await waitFor('the request acked', async () => (await pendingCount(redis, SLOW, GROUP)) === 0);
+    expect(await redis.exists(leaving.replyStream)).toBe(0);
   });
 
   it('a client that got its replies deletes its reply stream on close', async () => {

@@ -1,5 +1,12 @@
 import { backoffDelay } from './backoff';
-import { compareStreamIds, decodeEntry, encodePayload } from './entry-codec';
+import {
+  compareStreamIds,
+  decodeEntry,
+  DEFAULT_REPLY_PREFIX,
+  encodePayload,
+  replyStreamName,
+  replyToRefusal,
+} from './entry-codec';
 
 describe('entry codec', () => {
   it('decodes the client format (a single JSON "data" field)', () => {
@@ -63,6 +70,45 @@ describe('entry codec', () => {
     expect(compareStreamIds('10-2', '10-10')).toBe(-1);
     expect(compareStreamIds('10-2', '10-2')).toBe(0);
     expect(compareStreamIds('11-0', '10-99')).toBe(1);
+  });
+});
+
+describe('reply stream names', () => {
+  const uuid = '1b671a64-40d5-491e-99b0-da01ff1f3341';
+
+  it('accepts exactly <prefix>{<uuid v4>}', () => {
+    expect(replyStreamName(DEFAULT_REPLY_PREFIX, uuid)).toBe(`sba:reply:{${uuid}}`);
+    expect(replyToRefusal(`sba:reply:{${uuid}}`, DEFAULT_REPLY_PREFIX)).toBeUndefined();
+    expect(replyToRefusal(`app:r:{${uuid}}`, 'app:r:')).toBeUndefined();
+  });
+
+  it.each([
+    ['another key', 'orders'],
+    ['the prefix alone', 'sba:reply:'],
+    ['no hash tag', `sba:reply:${uuid}`],
+    ['something after the tag', `sba:reply:{${uuid}}:x`],
+    ['not a uuid', 'sba:reply:{orders}'],
+    ['an upper-case uuid', `sba:reply:{${uuid.toUpperCase()}}`],
+    ['a uuid of another version', 'sba:reply:{1b671a64-40d5-191e-99b0-da01ff1f3341}'],
+    ['another prefix', `other:reply:{${uuid}}`],
+  ])('refuses %s, naming the namespace', (_what, replyTo) => {
+    const reason = replyToRefusal(replyTo, DEFAULT_REPLY_PREFIX);
+    expect(reason).toContain(`"replyTo" (${JSON.stringify(replyTo)}) is not a reply stream`);
+    expect(reason).toContain('"sba:reply:{<uuid v4>}"');
+    expect(reason).toContain('replyPrefix');
+  });
+
+  it('decodeEntry with a replyPrefix: a request replying elsewhere is malformed', () => {
+    const request = (replyTo: string) => encodePayload({ a: 1 }, undefined, { id: 'c1', replyTo });
+    expect(decodeEntry(request('orders'), { replyPrefix: 'sba:reply:' })).toMatchObject({
+      ok: false,
+      error: expect.stringContaining('"replyTo" ("orders") is not a reply stream'),
+    });
+    expect(
+      decodeEntry(request(`sba:reply:{${uuid}}`), { replyPrefix: 'sba:reply:' }),
+    ).toMatchObject({ ok: true, request: { id: 'c1', replyTo: `sba:reply:{${uuid}}` } });
+    // without the option (events, which are not answered): decoded as before
+    expect(decodeEntry(request('orders'))).toMatchObject({ ok: true });
   });
 });
 

@@ -8,6 +8,35 @@ export const REPLY_TO_FIELD = 'replyTo';
 
 export type Headers = Readonly<Record<string, string>>;
 
+/** Default namespace of reply streams (the `replyPrefix` option of the client and the server). */
+export const DEFAULT_REPLY_PREFIX = 'sba:reply:';
+const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+/** The reply stream of one client: `<prefix>{<uuid v4>}`, the uuid being its Cluster hash tag. */
+export function replyStreamName(prefix: string, uuid: string): string {
+  return `${prefix}{${uuid}}`;
+}
+
+/**
+ * Why a server must not reply into `replyTo`, or `undefined` when it is a reply stream name of
+ * the namespace `prefix` (exactly `<prefix>{<uuid v4>}`, as ClientRedisStreams names them).
+ */
+export function replyToRefusal(replyTo: string, prefix: string): string | undefined {
+  const tag = replyTo.startsWith(prefix) ? replyTo.slice(prefix.length) : '';
+  if (tag.startsWith('{') && tag.endsWith('}') && UUID_V4.test(tag.slice(1, -1))) return undefined;
+  const shown = replyTo.length > 200 ? `${replyTo.slice(0, 200)}...` : replyTo;
+  return (
+    `"replyTo" (${JSON.stringify(shown)}) is not a reply stream: this server replies only into ` +
+    `${JSON.stringify(replyStreamName(prefix, '<uuid v4>'))} (its replyPrefix ${JSON.stringify(prefix)}); ` +
+    'a client with another replyPrefix needs the same one on the server'
+  );
+}
+
+export interface DecodeOptions {
+  /** Requests are valid only with a `replyTo` in this namespace (see `replyToRefusal`). */
+  replyPrefix?: string;
+}
+
 export interface RequestInfo {
   id: string;
   replyTo: string;
@@ -39,9 +68,13 @@ export function fieldsToObject(flat: readonly string[] | null | undefined): Reco
  * `replyTo` was written by ClientRedisStreams (or in its format): `data` is parsed as JSON and
  * `headers` as a JSON object of strings; a parse failure makes the entry malformed. Any other
  * entry (other producers, `redis-cli XADD s * symbol BTC price 1`) is delivered as the plain
- * object of its fields, values as strings.
+ * object of its fields, values as strings. With `replyPrefix`, a request whose `replyTo` is not a
+ * reply stream of that namespace is malformed.
  */
-export function decodeEntry(flat: readonly string[] | null | undefined): DecodedEntry {
+export function decodeEntry(
+  flat: readonly string[] | null | undefined,
+  options: DecodeOptions = {},
+): DecodedEntry {
   const fields = fieldsToObject(flat);
   if (fields[DATA_FIELD] === undefined || !Object.keys(fields).every((f) => OWN_FIELDS.has(f)))
     return { ok: true, payload: fields, fields, headers: NO_HEADERS };
@@ -62,6 +95,11 @@ export function decodeEntry(flat: readonly string[] | null | undefined): Decoded
   const replyTo = fields[REPLY_TO_FIELD];
   if ((id === undefined) !== (replyTo === undefined))
     return { ok: false, error: 'a request needs both "id" and "replyTo"', fields, headers };
+  const refusal =
+    replyTo !== undefined && options.replyPrefix !== undefined
+      ? replyToRefusal(replyTo, options.replyPrefix)
+      : undefined;
+  if (refusal) return { ok: false, error: refusal, fields, headers };
   return id === undefined
     ? { ok: true, payload, fields, headers }
     : { ok: true, payload, fields, headers, request: { id, replyTo } };

@@ -8,6 +8,15 @@ export const idempotencyKey = (prefix: string, group: string, key: string): stri
 /** Default prefix of idempotency records. */
 export const DEFAULT_IDEMPOTENCY_PREFIX = 'sba:idem:';
 
+/**
+ * The consumer group that marks a reply stream as made by a ClientRedisStreams, which creates it
+ * before its first request: a server replies only into a stream that has it.
+ */
+export const REPLY_STREAM_MARKER = 'sba-reply';
+
+/** How long a reply stream outlives its last reply, or a client's last request plus its timeout. */
+export const REPLY_STREAM_IDLE_TTL_MS = 60_000;
+
 const CRC16_TABLE = (() => {
   const table = new Uint16Array(256);
   for (let i = 0; i < 256; i++) {

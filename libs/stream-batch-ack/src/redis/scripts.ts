@@ -67,6 +67,56 @@ local deleted = redis.call('XTRIM', KEYS[1], 'MINID', boundary)
 return {deleted, boundary}
 `;
 
+const IS_MARKED_LUA = `
+local function is_marked(key, marker)
+  for _, g in ipairs(redis.call('XINFO', 'GROUPS', key)) do
+    for i = 1, #g, 2 do
+      if g[i] == 'name' and g[i + 1] == marker then return true end
+    end
+  end
+  return false
+end
+local function expire_at_least(key, ttl)
+  if redis.call('PTTL', key) < tonumber(ttl) then redis.call('PEXPIRE', key, ttl) end
+end
+`;
+
+/**
+ * reply-1: appends a reply to a client's reply stream, only if that key is a stream that a client
+ * created (it has the marker group), so that a request can't make the server trim or expire
+ * another key. Then the stream expires `ttl` ms later at the earliest (never sooner than set).
+ *   KEYS[1]  reply stream
+ *   ARGV[1]  marker group   ARGV[2]  MAXLEN ~   ARGV[3]  ttl ms   ARGV[4..] field, value, ...
+ * Returns { 1, reply id }, or { 0, why }: the key's type ('none', 'string', ...) or 'unmarked'.
+ */
+export const REPLY_LUA = `${IS_MARKED_LUA}
+local kind = redis.call('TYPE', KEYS[1])['ok']
+if kind ~= 'stream' then return {0, kind} end
+if not is_marked(KEYS[1], ARGV[1]) then return {0, 'unmarked'} end
+local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', unpack(ARGV, 4))
+expire_at_least(KEYS[1], ARGV[3])
+return {1, id}
+`;
+
+/**
+ * reply-stream-1: creates (or keeps) a client's reply stream with the marker group, and makes
+ * it live `ttl` ms at least.
+ *   KEYS[1]  reply stream   ARGV[1]  marker group   ARGV[2]  ttl ms
+ * Fails when the key exists and is not a stream.
+ */
+export const REPLY_STREAM_LUA = `${IS_MARKED_LUA}
+local kind = redis.call('TYPE', KEYS[1])['ok']
+if kind == 'none' then
+  redis.call('XGROUP', 'CREATE', KEYS[1], ARGV[1], '$', 'MKSTREAM')
+elseif kind ~= 'stream' then
+  return redis.error_reply('the reply stream ' .. KEYS[1] .. ' exists and is a ' .. kind .. ', not a stream')
+elseif not is_marked(KEYS[1], ARGV[1]) then
+  redis.call('XGROUP', 'CREATE', KEYS[1], ARGV[1], '$')
+end
+expire_at_least(KEYS[1], ARGV[2])
+return 1
+`;
+
 /**
  * keep-claimed-1: resets the idle time of the entries that this consumer still owns, so that no
  * other consumer's claim loop takes them over while their handlers run here. XCLAIM does not
@@ -107,6 +157,14 @@ export interface StreamScripts {
     consumer: string,
     ...ids: string[]
   ): Promise<[number, string[]]>;
+  sbaReply(
+    replyStream: string,
+    marker: string,
+    maxLen: string,
+    ttlMs: string,
+    ...fields: string[]
+  ): Promise<[0 | 1, string]>;
+  sbaReplyStream(replyStream: string, marker: string, ttlMs: string): Promise<number>;
 }
 
 /** Registers the scripts on a client (EVALSHA with a fallback to EVAL, via ioredis `defineCommand`). */
@@ -117,6 +175,9 @@ export function defineStreamScripts<C extends Redis | Cluster>(client: C): C & S
   if (!c.sbaSafeTrim) client.defineCommand('sbaSafeTrim', { numberOfKeys: 1, lua: SAFE_TRIM_LUA });
   if (!c.sbaKeepClaimed)
     client.defineCommand('sbaKeepClaimed', { numberOfKeys: 1, lua: KEEP_CLAIMED_LUA });
+  if (!c.sbaReply) client.defineCommand('sbaReply', { numberOfKeys: 1, lua: REPLY_LUA });
+  if (!c.sbaReplyStream)
+    client.defineCommand('sbaReplyStream', { numberOfKeys: 1, lua: REPLY_STREAM_LUA });
   return client as C & StreamScripts;
 }
 

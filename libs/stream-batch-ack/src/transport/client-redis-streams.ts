@@ -2,7 +2,13 @@ import { Logger } from '@nestjs/common';
 import { ClientProxy, ReadPacket, WritePacket } from '@nestjs/microservices';
 import type { Cluster, Redis } from 'ioredis';
 import { randomUUID } from 'node:crypto';
-import { decodeEntry, encodePayload, Headers } from '../core/entry-codec';
+import {
+  decodeEntry,
+  DEFAULT_REPLY_PREFIX,
+  encodePayload,
+  Headers,
+  replyStreamName,
+} from '../core/entry-codec';
 import { describeError, NotInitializedError, RequestTimeoutError } from '../core/errors';
 import {
   PartitionLayout,
@@ -11,6 +17,7 @@ import {
 } from '../partitions/partition-layout';
 import { checkPartitionCounts } from '../partitions/partition-metadata';
 import { closeClient } from '../redis/connection';
+import { REPLY_STREAM_IDLE_TTL_MS, REPLY_STREAM_MARKER } from '../redis/keys';
 import { createManagedClient, EventListener } from '../redis/managed-client';
 import { defineStreamScripts, StreamScripts } from '../redis/scripts';
 import { RedisStreamsEvents } from './redis-streams.events';
@@ -38,8 +45,13 @@ export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents> {
   protected client: Client | null = null;
   protected connectionPromise: Promise<void> | null = null;
   protected isManuallyClosed = false;
-  /** The stream where this client's replies arrive (created by the first reply). */
-  readonly replyStream = `sba:reply:{${randomUUID()}}`;
+  /**
+   * The stream where this client's replies arrive, `<replyPrefix>{<uuid>}`. The client creates it
+   * (marked as a reply stream) before its first request and keeps it alive while it sends.
+   */
+  readonly replyStream: string;
+  /** The last creation/renewal of the reply stream, and until when it needs none. */
+  private replyStreamRenewal: { until: number; done: Promise<void> } | null = null;
   private replyReader: Redis | Cluster | null = null;
   private replyLoop: Promise<void> | null = null;
   private readonly requests = new Map<string, PendingRequest>();
@@ -54,6 +66,7 @@ export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents> {
   constructor(protected readonly options: RedisStreamsClientOptions) {
     super();
     checkClientOptions(options);
+    this.replyStream = replyStreamName(options.replyPrefix ?? DEFAULT_REPLY_PREFIX, randomUUID());
     this.router = new PartitionRouter(new PartitionLayout(resolvePartitions(options.partitions)));
     this.initializeSerializer(options);
     this.initializeDeserializer(options);
@@ -108,6 +121,7 @@ export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents> {
     await Promise.allSettled([...this.trims, this.replyLoop]);
     this.replyReader = null;
     this.replyLoop = null;
+    this.replyStreamRenewal = null;
     if (client?.status === 'ready') await client.del(this.replyStream).catch(() => undefined);
     await closeClient(client);
     this.pendingEventListeners = [];
@@ -205,8 +219,8 @@ export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents> {
     }, timeoutMs);
     this.requests.set(id, { callback, timer });
     const { data, headers, partitionKey } = this.serialize(packet);
-    this.target(stream, data, partitionKey, client)
-      .then(async (physical) => {
+    Promise.all([this.target(stream, data, partitionKey, client), this.renewReplyStream(client)])
+      .then(async ([physical]) => {
         await this.telemetry.send(physical, headers, (h) =>
           client.call(
             'XADD',
@@ -243,6 +257,27 @@ export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents> {
     this.requests.delete(id);
     clearTimeout(request.timer);
     request.callback({ ...packet, isDisposed: true });
+  }
+
+  /**
+   * Creates the reply stream with its marker (servers reply only into marked streams), or renews
+   * it, so that it outlives every request sent until the next renewal by at least
+   * REPLY_STREAM_IDLE_TTL_MS / 2. Requests share one renewal per REPLY_STREAM_IDLE_TTL_MS / 2.
+   */
+  private renewReplyStream(client: Client): Promise<void> {
+    const now = performance.now(); // monotonic: a clock change can't skip a renewal
+    const last = this.replyStreamRenewal;
+    if (last && now < last.until) return last.done;
+    const ttlMs = (this.options.replyTimeoutMs ?? 30_000) + REPLY_STREAM_IDLE_TTL_MS;
+    const done = client
+      .sbaReplyStream(this.replyStream, REPLY_STREAM_MARKER, String(ttlMs))
+      .then(() => undefined);
+    const renewal = { until: now + REPLY_STREAM_IDLE_TTL_MS / 2, done };
+    this.replyStreamRenewal = renewal;
+    done.catch(() => {
+      if (this.replyStreamRenewal === renewal) this.replyStreamRenewal = null;
+    });
+    return done;
   }
 
   /** One blocking connection per client, started by the first request. */

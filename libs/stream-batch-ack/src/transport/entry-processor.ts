@@ -56,6 +56,8 @@ export interface ProcessorDeps {
   ): Promise<unknown>;
   /** Turns a decoded message into the handler's payload (Nest's deserializer, maybe asynchronous). */
   deserialize(route: Route, payload: unknown, request: RequestInfo | undefined): unknown;
+  /** The reply namespace: a request to a `@MessagePattern` with a `replyTo` outside it is malformed. */
+  replyPrefix: string;
   /** Sends the reply of a request (`@MessagePattern`). */
   reply(request: RequestInfo, result: { response?: unknown; err?: unknown }): Promise<void>;
 }
@@ -292,7 +294,10 @@ export class EntryProcessor {
     const jobs: Job[] = [];
     const rejected: Promise<void>[] = [];
     for (const entry of entries) {
-      const decoded = decodeEntry(entry.fields);
+      const decoded = decodeEntry(
+        entry.fields,
+        route.replies ? { replyPrefix: this.deps.replyPrefix } : undefined,
+      );
       if (!decoded.ok) {
         const error = new MalformedEntryError(route.stream, entry.id, decoded.error);
         this.deps.logger.warn(error.message);

@@ -51,6 +51,13 @@ export interface RedisStreamsServerOptions {
   serializer?: Serializer;
   deserializer?: Deserializer;
   /**
+   * The namespace of the reply streams (request-reply), the same as the clients'. Default
+   * `'sba:reply:'`. The server replies only into `<replyPrefix>{<uuid v4>}` streams that a client
+   * created; a request naming any other `replyTo` is dead-lettered as malformed. Set it to a
+   * prefix your Redis ACL user may write (`'app:reply:'` for `~app:*`).
+   */
+  replyPrefix?: string;
+  /**
    * Partitioned streams: logical stream -> partition count (`{ ticks: 4 }`). A handler of the
    * logical stream (`@EventPattern('ticks')`) consumes all its partitions (`ticks:{<tag>}`) in
    * one group; the count must match the producers' (checked at start-up). See README, "Partitioned streams".
@@ -83,6 +90,7 @@ export interface ResolvedServerOptions {
   idempotency: TransportIdempotencyOptions | undefined;
   concurrency: number;
   shutdownTimeoutMs: number;
+  replyPrefix: string;
   /** Logical stream -> partition count. */
   partitions: ReadonlyMap<string, number>;
   telemetry: { groupInfoIntervalMs: number };
@@ -100,6 +108,11 @@ export interface RedisStreamsClientOptions {
   trimEvery?: number;
   /** How long `send()` waits for a reply, in ms. Default 30_000. */
   replyTimeoutMs?: number;
+  /**
+   * The namespace of this client's reply stream, `<replyPrefix>{<uuid v4>}`: the same as the
+   * servers'. Default `'sba:reply:'`. Set it to a prefix your Redis ACL user may write.
+   */
+  replyPrefix?: string;
   /**
    * Partitioned streams: logical stream -> partition count (`{ ticks: 4 }`), the same as the
    * consumers'. `emit('ticks', data)` appends to the partition of the message's key.

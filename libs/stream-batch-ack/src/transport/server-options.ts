@@ -1,18 +1,95 @@
 import { hostname } from 'node:os';
+import type { BackoffOptions } from '../core/backoff';
+import { DEFAULT_REPLY_PREFIX } from '../core/entry-codec';
 import { StreamBatchAckConfigError } from '../core/errors';
+import { nearestName } from '../core/nearest-name';
+import type { TransportIdempotencyOptions } from '../idempotency/idempotency.options';
 import { isClusterConnection } from '../redis/connection';
-import { resolvePartitions } from '../partitions/partition-layout';
+import { PartitionsOption, resolvePartitions } from '../partitions/partition-layout';
 import { defaultDeadLetterStream } from '../redis/keys';
 import {
   RedisStreamsClientOptions,
+  RedisStreamsClusterConnection,
   RedisStreamsServerOptions,
   ResolvedServerOptions,
 } from './redis-streams.options';
+
+/**
+ * The option names of an options object: `true` for a leaf (or a value not looked into, such as
+ * ioredis options), a nested object for a group of options whose names are fixed too. Each level
+ * is typed against its options interface, so an option added there must be listed here.
+ */
+type OptionTree = { [name: string]: true | OptionTree };
+type OptionNames<T> = Record<keyof Required<T>, true | OptionTree>;
+type ServerGroup<K extends keyof RedisStreamsServerOptions> = OptionNames<
+  NonNullable<RedisStreamsServerOptions[K]>
+>;
+
+const BACKOFF: OptionNames<BackoffOptions> = {
+  initialMs: true,
+  maxMs: true,
+  factor: true,
+  jitter: true,
+};
+const IDEMPOTENCY: OptionNames<TransportIdempotencyOptions> = {
+  store: true,
+  redis: true,
+  keyPrefix: true,
+  ttlMs: true,
+  lockMs: true,
+  maxSize: true,
+};
+const SERVER_OPTIONS: OptionNames<RedisStreamsServerOptions> = {
+  connection: true,
+  group: true,
+  consumer: true,
+  startId: true,
+  read: { count: true, blockMs: true } satisfies ServerGroup<'read'>,
+  ack: {
+    batchSize: true,
+    intervalMs: true,
+    maxPending: true,
+    backoff: BACKOFF,
+  } satisfies ServerGroup<'ack'>,
+  claim: { minIdleMs: true, intervalMs: true, count: true } satisfies ServerGroup<'claim'>,
+  retry: BACKOFF,
+  deadLetter: {
+    maxDeliveries: true,
+    stream: true,
+    maxLen: true,
+  } satisfies ServerGroup<'deadLetter'>,
+  idempotency: IDEMPOTENCY,
+  concurrency: true,
+  shutdownTimeoutMs: true,
+  serializer: true,
+  deserializer: true,
+  replyPrefix: true,
+  partitions: true,
+  telemetry: { groupInfoIntervalMs: true } satisfies ServerGroup<'telemetry'>,
+  eventEmitter: true,
+};
+const CLIENT_OPTIONS: OptionNames<RedisStreamsClientOptions> = {
+  connection: true,
+  maxLen: true,
+  trimEvery: true,
+  replyTimeoutMs: true,
+  replyPrefix: true,
+  partitions: true,
+  partitionKey: true,
+  serializer: true,
+  deserializer: true,
+};
+const CLUSTER_CONNECTION: OptionNames<RedisStreamsClusterConnection> = {
+  cluster: true,
+  clusterOptions: true,
+};
+const PARTITION: OptionNames<Extract<PartitionsOption[string], object>> = { count: true };
 
 /** Fills in the defaults and rejects invalid options with an error that names the option. */
 export function resolveServerOptions(options: RedisStreamsServerOptions): ResolvedServerOptions {
   if (!options || typeof options !== 'object')
     throw new StreamBatchAckConfigError('options', 'ServerRedisStreams needs an options object.');
+  checkOptionNames('ServerRedisStreams', options, SERVER_OPTIONS);
   checkConnection(options.connection);
   if (typeof options.group !== 'string' || options.group === '')
     throw new StreamBatchAckConfigError(
@@ -53,6 +130,7 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
     idempotency: options.idempotency,
     concurrency: int('concurrency', options.concurrency, 1000, 1),
     shutdownTimeoutMs: int('shutdownTimeoutMs', options.shutdownTimeoutMs, 10_000, 0),
+    replyPrefix: replyPrefix(options.replyPrefix),
     partitions: resolvePartitions(options.partitions),
     telemetry: {
       groupInfoIntervalMs: int(
@@ -108,16 +186,69 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
 export function checkClientOptions(options: RedisStreamsClientOptions): void {
   if (!options || typeof options !== 'object')
     throw new StreamBatchAckConfigError('options', 'ClientRedisStreams needs an options object.');
+  checkOptionNames('ClientRedisStreams', options, CLIENT_OPTIONS);
   checkConnection(options.connection);
   int('maxLen', options.maxLen, 0, 0);
   int('trimEvery', options.trimEvery, 1, 1);
   int('replyTimeoutMs', options.replyTimeoutMs, 1, 1);
+  replyPrefix(options.replyPrefix);
   resolvePartitions(options.partitions);
   if (options.partitionKey !== undefined && typeof options.partitionKey !== 'function')
     throw new StreamBatchAckConfigError(
       'partitionKey',
       'must be a function (stream, data) => string | undefined.',
     );
+}
+
+/**
+ * Refuses an option name that `tree` does not list, at every level it lists, naming the option
+ * and the nearest valid name. Values that are not plain objects are left to the value checks.
+ */
+function checkOptionNames(
+  owner: 'ServerRedisStreams' | 'ClientRedisStreams',
+  options: object,
+  tree: OptionTree,
+): void {
+  checkNames(owner, options, tree, '');
+  const { connection, partitions } = options as { connection?: unknown; partitions?: unknown };
+  if (isPlainObject(connection) && isClusterConnection(connection as never))
+    checkNames(owner, connection, CLUSTER_CONNECTION, 'connection.');
+  if (isPlainObject(partitions))
+    for (const [stream, spec] of Object.entries(partitions))
+      if (isPlainObject(spec)) checkNames(owner, spec, PARTITION, `partitions.${stream}.`);
+}
+
+function checkNames(owner: string, options: object, tree: OptionTree, path: string): void {
+  const names = Object.keys(tree);
+  for (const [name, value] of Object.entries(options)) {
+    const option = `${path}${name}`;
+    const sub = tree[name];
+    if (sub === undefined) {
+      const near = nearestName(name, names);
+      throw new StreamBatchAckConfigError(
+        option,
+        `${owner} has no such option. ` +
+          (near !== undefined
+            ? `Did you mean "${path}${near}"?`
+            : `The options${path ? ` of "${path.slice(0, -1)}"` : ''} are: ${names.join(', ')}.`),
+      );
+    }
+    if (sub !== true && isPlainObject(value)) checkNames(owner, value, sub, `${option}.`);
+  }
+}
+
+function isPlainObject(value: unknown): value is object {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function replyPrefix(value: string | undefined): string {
+  if (value === undefined) return DEFAULT_REPLY_PREFIX;
+  if (typeof value !== 'string' || value === '' || /[{}]/.test(value))
+    throw new StreamBatchAckConfigError(
+      'replyPrefix',
+      `must be a non-empty string without "{" or "}" (a reply stream is <replyPrefix>{<uuid>}, the uuid being its Cluster hash tag), got ${JSON.stringify(value) ?? String(value)}.`,
+    );
+  return value;
 }
 
 function checkConnection(connection: unknown): void {

@@ -8,15 +8,21 @@ import {
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import { isObservable, lastValueFrom } from 'rxjs';
 import { AckBatcher } from '../core/ack-batcher';
-import { encodePayload, RequestInfo } from '../core/entry-codec';
+import { encodePayload, replyToRefusal, RequestInfo } from '../core/entry-codec';
 import { describeError, NotInitializedError, StreamBatchAckConfigError } from '../core/errors';
+import { LruCache } from '../core/lru-cache';
 import type { IdempotentOptions } from '../idempotency/idempotency.options';
 import { IdempotencyStore } from '../idempotency/idempotency.store';
 import { PartitionLayout } from '../partitions/partition-layout';
 import { checkPartitionCounts } from '../partitions/partition-metadata';
 import { readGroupStats, StreamGroupStats } from '../partitions/partition-stats';
 import { closeClient, createRedisClient, isClusterConnection } from '../redis/connection';
-import { groupStreamsForReading, keySlot } from '../redis/keys';
+import {
+  groupStreamsForReading,
+  keySlot,
+  REPLY_STREAM_IDLE_TTL_MS,
+  REPLY_STREAM_MARKER,
+} from '../redis/keys';
 import { createGroup, readGroupInfo } from '../redis/group-info';
 import { createManagedClient, EventListener } from '../redis/managed-client';
 import { defineStreamScripts, StreamScripts } from '../redis/scripts';
@@ -53,8 +59,8 @@ export interface GroupRecreation {
 
 /** The transport id of ServerRedisStreams (for `onProcessingStartHook` and friends). */
 export const REDIS_STREAMS_TRANSPORT = Symbol('REDIS_STREAMS');
-/** How long a reply stream lives after its last reply, unless its client reads and deletes it. */
-const REPLY_STREAM_TTL_MS = 60_000;
+/** Reply streams are trimmed to about this many entries (a client reads and deletes its replies). */
+const REPLY_STREAM_MAX_LEN = 10_000;
 
 type Client = Redis | Cluster;
 type CommandClient = Client & StreamScripts;
@@ -106,6 +112,8 @@ export class ServerRedisStreams
   private readonly layout: PartitionLayout;
   private readonly telemetry: ServerTelemetry;
   private readonly customDeserializer: boolean;
+  /** Refused replies already logged, by reason and reply stream: each is logged once. */
+  private readonly refusedReplies = new LruCache<true>({ maxSize: 1000, ttlMs: 3600_000 });
 
   constructor(options: RedisStreamsServerOptions) {
     super();
@@ -222,6 +230,7 @@ export class ServerRedisStreams
       logger: this.logger,
       invoke: (route, payload, ctx) => this.invoke(route, payload, ctx),
       deserialize: (route, payload, request) => this.deserializePayload(route, payload, request),
+      replyPrefix: options.replyPrefix,
       reply: (request, result) => this.reply(request, result),
     });
     this.telemetry.start({
@@ -374,11 +383,22 @@ export class ServerRedisStreams
     return packet instanceof Promise ? packet.then(dataOfPacket) : dataOfPacket(packet);
   }
 
-  /** Appends the reply to the client's reply stream, which expires unless the client is alive. */
+  /**
+   * Appends the reply to the client's reply stream, which expires unless the client is alive.
+   * Only into a stream of the reply namespace that a client created (requests naming another
+   * `replyTo` were dead-lettered before their handler ran): one script checks that and writes, so
+   * a request can never make the server trim or expire another key. A refused reply is dropped
+   * and logged once per reason and stream.
+   */
   private async reply(
     request: RequestInfo,
     result: { response?: unknown; err?: unknown },
   ): Promise<void> {
+    const refusal = replyToRefusal(request.replyTo, this.options.replyPrefix);
+    if (refusal) {
+      this.refuseReply(request, 'name', refusal);
+      return;
+    }
     const commands = this.unwrapCommands();
     const packet = this.serializer.serialize({
       id: request.id,
@@ -386,11 +406,33 @@ export class ServerRedisStreams
       err: result.err === undefined ? undefined : replyError(result.err),
       isDisposed: true,
     });
-    await commands
-      .multi()
-      .call('XADD', request.replyTo, 'MAXLEN', '~', 10_000, '*', ...encodePayload(packet))
-      .pexpire(request.replyTo, REPLY_STREAM_TTL_MS)
-      .exec();
+    const [written, kind] = await commands.sbaReply(
+      request.replyTo,
+      REPLY_STREAM_MARKER,
+      String(REPLY_STREAM_MAX_LEN),
+      String(REPLY_STREAM_IDLE_TTL_MS),
+      ...encodePayload(packet),
+    );
+    if (written === 1) return;
+    this.refuseReply(
+      request,
+      kind,
+      kind === 'none'
+        ? 'it does not exist: its client closed, or has been gone for a while'
+        : kind === 'unmarked'
+          ? `it is a stream that no ClientRedisStreams created (it has no "${REPLY_STREAM_MARKER}" group)`
+          : `it is a ${kind}, not a stream`,
+    );
+  }
+
+  private refuseReply(request: RequestInfo, kind: string, reason: string): void {
+    const key = `${kind}\u0000${request.replyTo}`;
+    if (this.refusedReplies.has(key)) return;
+    this.refusedReplies.set(key, true);
+    this.logger.warn(
+      `Not replying to request ${request.id} into ${JSON.stringify(request.replyTo)}: ${reason}. ` +
+        'The reply is dropped and the request acknowledged; further replies refused for this reason and stream are not logged.',
+    );
   }
 
   /** The streams each blocking reader reads with one XREADGROUP call (one group on a single Redis). */
