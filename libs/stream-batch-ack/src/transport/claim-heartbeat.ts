@@ -25,7 +25,6 @@ export interface ClaimHeartbeatOptions {
 export class ClaimHeartbeat {
   readonly intervalMs: number;
   private timer: ReturnType<typeof setTimeout> | undefined;
-  private running: Promise<void> | null = null;
   private stopped = true;
   /** Streams whose last refresh failed (logged once until one succeeds). */
   private readonly failing = new Set<string>();
@@ -46,21 +45,22 @@ export class ClaimHeartbeat {
     this.arm();
   }
 
-  /** Stops the timer and waits for a beat under way. */
-  async stop(): Promise<void> {
+  /**
+   * Stops the timer. A beat under way is not waited for (with Redis unreachable it could outlast
+   * the shutdown): it ends when the connection closes, without a log.
+   */
+  stop(): void {
     this.stopped = true;
     clearTimeout(this.timer);
     this.timer = undefined;
-    await this.running;
   }
 
   private arm(): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
-      this.running = this.beat().finally(() => {
-        this.running = null;
-        this.arm();
-      });
+      this.beat()
+        .catch((err) => this.logger.error(`Claim heartbeat failed: ${describeError(err)}`))
+        .finally(() => this.arm());
     }, this.intervalMs);
   }
 

@@ -549,7 +549,7 @@ export class ServerRedisStreams
     }
     // 4. Close the connections. The heartbeat ran until now: entries of handlers that were still
     // finishing, and of acks still queued, were not taken over in the meantime.
-    await this.heartbeat?.stop();
+    this.heartbeat?.stop();
     await Promise.all([closeClient(this.ownedIdempotencyClient), closeClient(this.commands)]);
     this.telemetry.stop();
     this.pendingEventListeners = [];
