@@ -21,7 +21,7 @@ async function main(): Promise<void> {
   const config = parseTicksEnv(process.env);
   const app = await NestFactory.createApplicationContext(
     { module: CollectorAppModule, imports: [ticksConfigModule(config), CollectorModule] },
-    { logger: appLogger(config.logging.level) },
+    { logger: appLogger(config.logging.level), abortOnError: false },
   );
   const collector = app.get(CollectorService);
   const stop = (): void => void collector.stop();

@@ -56,20 +56,26 @@ describe('configuration', () => {
     },
   );
 
-  it('the app prints no password of REDIS_URL when it fails to start', async () => {
-    const password = `pw-${prefix}`;
-    // Port 99999 is no port: the Redis client refuses the URL and its error quotes it.
-    const { code, stderr } = await run(
-      MAIN_TS,
-      testEnv(prefix, {
-        REDIS_URL: `redis://default:${password}@127.0.0.1:99999`,
-        LOG_LEVEL: 'error',
-      }),
-    );
-    expect(code).toBe(1);
-    expect(stderr).toContain('redis://***@127.0.0.1:99999');
-    expect(stderr).not.toContain(password);
-  });
+  it.each([
+    ['the app', MAIN_TS],
+    ['the collector', COLLECTOR_MAIN_TS],
+  ])(
+    '%s stops at start-up on a REDIS_URL that is no URL, printing it without its password',
+    async (_, file) => {
+      const password = `pw-${prefix}`;
+      // Port 99999 is no port: the Redis client refuses the URL, and its error quotes it.
+      const { code, stderr } = await run(
+        file,
+        testEnv(prefix, {
+          REDIS_URL: `redis://default:${password}@127.0.0.1:99999`,
+          LOG_LEVEL: 'error',
+        }),
+      );
+      expect(code).toBe(1);
+      expect(stderr).toContain('redis://***@127.0.0.1:99999');
+      expect(stderr).not.toContain(password);
+    },
+  );
 
   describe('in the app', () => {
     let ticks: TicksApp;

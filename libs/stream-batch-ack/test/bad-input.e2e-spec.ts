@@ -274,12 +274,26 @@ describe('invalid options fail at construction with StreamBatchAckConfigError na
     ['concurrency 0', { concurrency: 0 }, 'concurrency'],
     ['shutdownTimeoutMs Infinity', { shutdownTimeoutMs: Infinity }, 'shutdownTimeoutMs'],
     ["connection 'http://x'", { connection: 'http://x' }, 'connection'],
+    ["connection 'redis://h:99999' (no port)", { connection: 'redis://h:99999' }, 'connection'],
     ['connection missing', { connection: undefined }, 'connection'],
     ['connection with no cluster node', { connection: { cluster: [] } }, 'connection.cluster'],
     ["group ''", { group: '' }, 'group'],
     ['group missing', { group: undefined }, 'group'],
   ])('server: %s', (_name, over, option) => {
     expectConfigError(server(over), option);
+  });
+
+  it('a connection URL that cannot be parsed is refused on client and server, quoted without its password', () => {
+    const connection = 'redis://default:s3cret@127.0.0.1:99999';
+    for (const create of [
+      () => new ServerRedisStreams({ ...valid, connection }),
+      () => new ClientRedisStreams({ connection }),
+    ]) {
+      expectConfigError(create, 'connection');
+      const message = (thrownBy(create) as Error).message;
+      expect(message).toContain('"redis://***@127.0.0.1:99999" is not a valid URL');
+      expect(message).not.toContain('s3cret');
+    }
   });
 
   it('server: no options object at all', () => {
@@ -305,6 +319,7 @@ describe('invalid options fail at construction with StreamBatchAckConfigError na
 
   it.each<[string, Record<string, unknown>, string]>([
     ["connection 'http://x'", { connection: 'http://x' }, 'connection'],
+    ["connection 'redis://h:99999' (no port)", { connection: 'redis://h:99999' }, 'connection'],
     ['connection missing', { connection: undefined }, 'connection'],
     ['maxLen -1', { maxLen: -1 }, 'maxLen'],
     ['trimEvery 0', { maxLen: 100, trimEvery: 0 }, 'trimEvery'],

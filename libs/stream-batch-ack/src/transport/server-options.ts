@@ -253,10 +253,17 @@ function replyPrefix(value: string | undefined): string {
 
 function checkConnection(connection: unknown): void {
   if (typeof connection === 'string') {
+    // The URL is quoted without its user info: error messages end up in logs.
+    const shown = connection.replace(/\/\/[^\s/?#]*@/, '//***@');
     if (!/^rediss?:\/\//.test(connection))
       throw new StreamBatchAckConfigError(
         'connection',
-        `expected a redis:// or rediss:// URL, got "${connection}".`,
+        `expected a redis:// or rediss:// URL, got "${shown}".`,
+      );
+    if (!URL.canParse(connection))
+      throw new StreamBatchAckConfigError(
+        'connection',
+        `"${shown}" is not a valid URL (check the host and that the port is 0-65535).`,
       );
     return;
   }
