@@ -44,6 +44,8 @@ export type {
   StampedeStoreRecoveredEvent,
   StampedeLoadTimeoutEvent,
   StampedeFailSafeEvent,
+  StampedeBusDownEvent,
+  StampedeBusUpEvent,
 } from './core/events';
 export type { Envelope } from './core/envelope';
 export type { StampedeStore, ReadOrLockResult, FillWatch, InvalidationMessage } from './core/store';
@@ -52,11 +54,14 @@ export {
   StampedeConfigError,
   StampedeKeyError,
   StampedeTimeoutError,
+  StampedeSerializationError,
+  StampedeInvalidationError,
   StoreUnavailableError,
 } from './core/errors';
 
 export { RedisStore } from './redis/redis-store';
 export type { RedisStoreOptions, RedisConnection } from './redis/redis-store';
 export { MemoryStore } from './memory/memory-store';
+export type { MemoryStoreOptions } from './memory/memory-store';
 export { CacheManagerStore } from './cache-manager/cache-manager-store';
 export type { CacheManagerLike } from './cache-manager/cache-manager-store';

@@ -20,6 +20,15 @@ export const jsonSerializer: StampedeSerializer = {
   deserialize: (text) => JSON.parse(text) as unknown,
 };
 
+/** Where a decoded envelope keeps the length of its text: a symbol, which serializers skip. */
+const ENCODED_SIZE = Symbol('stampede.encodedSize');
+type Sized = { [ENCODED_SIZE]?: number };
+
+/** The length of the text `envelope` was decoded from (about its bytes), if it was decoded. */
+export function encodedSize(envelope: Envelope): number | undefined {
+  return (envelope as Sized)[ENCODED_SIZE];
+}
+
 /** Encodes envelopes with a serializer; a foreign or corrupt text decodes to undefined (a miss). */
 export class EnvelopeCodec {
   constructor(private readonly serializer: StampedeSerializer = jsonSerializer) {}
@@ -44,6 +53,7 @@ export class EnvelopeCodec {
       e: parsed.e,
     };
     if (parsed.t && typeof parsed.t === 'object') envelope.t = parsed.t;
+    (envelope as Sized)[ENCODED_SIZE] = raw.length;
     return envelope;
   }
 }

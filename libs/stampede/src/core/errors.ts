@@ -19,8 +19,15 @@ export class StampedeConfigError extends StampedeError {
 
 /** The store (Redis) did not answer in time or is known to be down. Callers never see it: the flow falls back to the loader. */
 export class StoreUnavailableError extends StampedeError {
-  constructor(message: string, cause?: unknown) {
+  /**
+   * True when the command was sent and may still be carried out (it timed out, or the connection
+   * dropped under it); false when it never left this process (the store was known down).
+   */
+  readonly maybeApplied: boolean;
+
+  constructor(message: string, cause?: unknown, maybeApplied = false) {
     super('STAMPEDE_STORE_UNAVAILABLE', message, { cause });
+    this.maybeApplied = maybeApplied;
   }
 }
 
@@ -35,5 +42,54 @@ export class StampedeKeyError extends StampedeError {
 export class StampedeTimeoutError extends StampedeError {
   constructor(message: string) {
     super('STAMPEDE_TIMEOUT', message);
+  }
+}
+
+/**
+ * A loader's value that the serializer cannot write (a BigInt or a cycle under JSON). The value
+ * was not cached, and the lock, if any, was released.
+ */
+export class StampedeSerializationError extends StampedeError {
+  constructor(
+    /** The method (`Class.method`) or getOrLoad name. */
+    readonly method: string,
+    key: string,
+    cause: unknown,
+  ) {
+    super(
+      'STAMPEDE_SERIALIZATION',
+      `${method}: the value loaded for "${key}" cannot be serialized ` +
+        `(${cause instanceof Error ? cause.message : String(cause)}); it was not cached. ` +
+        'Return plain data, or give StampedeModule a serializer that writes this value.',
+      { cause },
+    );
+  }
+}
+
+/**
+ * `invalidate()` was not confirmed by the store. With `pending`, the delete was sent and may still
+ * be carried out; the broadcast to the other instances goes with it, in the same step. Without,
+ * nothing was deleted and no instance was told. Either way the old value may be served until its
+ * TTL: call invalidate() again.
+ */
+export class StampedeInvalidationError extends StampedeError {
+  constructor(
+    key: string,
+    /** The store may still carry out the invalidation (and then tells every instance). */
+    readonly pending: boolean,
+    cause: unknown,
+  ) {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    super(
+      'STAMPEDE_INVALIDATION',
+      pending
+        ? `invalidate("${key}") was not confirmed (${reason}). The delete may still happen; ` +
+            'if it does, every instance is told in the same step. Until then the old value may ' +
+            'be served: call invalidate() again to be sure.'
+        : `invalidate("${key}") failed (${reason}): nothing was deleted and no other instance ` +
+            'was told; the old value may be served until its TTL. Call invalidate() again once ' +
+            'the store answers.',
+      { cause },
+    );
   }
 }

@@ -1,7 +1,7 @@
 /**
  * What operators alert on, as typed events. Each is rare by construction: a lock wait that gave
- * up, a load past its hard timeout, a grace fail-safe, and the store going away or coming back
- * (once per transition, not once per failed command). Payloads name the method (`Class.method`
+ * up, a load past its hard timeout, a grace fail-safe, the store going away or coming back, and
+ * the invalidation bus going down or up (once per transition, not once per failed command). Payloads name the method (`Class.method`
  * or the getOrLoad name), never a raw cache key.
  */
 
@@ -42,6 +42,21 @@ export interface StampedeFailSafeEvent {
   error: string;
 }
 
+/**
+ * This instance stopped receiving the other instances' invalidations (its subscriber connection
+ * is down). Meanwhile an L1 value is served for at most `l1.maxStaleMs` before it is read again.
+ */
+export interface StampedeBusDownEvent {
+  store: string;
+}
+
+/** Invalidations reach this instance again; L1 was cleared (some may have been missed). */
+export interface StampedeBusUpEvent {
+  store: string;
+  /** How long the bus was down. */
+  downMs: number;
+}
+
 /** Event names and their payloads. */
 export interface StampedeEventMap {
   'stampede.lock.timeout': StampedeLockTimeoutEvent;
@@ -49,6 +64,8 @@ export interface StampedeEventMap {
   'stampede.store.recovered': StampedeStoreRecoveredEvent;
   'stampede.load.timeout': StampedeLoadTimeoutEvent;
   'stampede.failsafe': StampedeFailSafeEvent;
+  'stampede.bus.down': StampedeBusDownEvent;
+  'stampede.bus.up': StampedeBusUpEvent;
 }
 
 export type StampedeEventName = keyof StampedeEventMap;
@@ -64,6 +81,8 @@ export const STAMPEDE_EVENTS = {
   storeRecovered: 'stampede.store.recovered',
   loadTimeout: 'stampede.load.timeout',
   failSafe: 'stampede.failsafe',
+  busDown: 'stampede.bus.down',
+  busUp: 'stampede.bus.up',
 } as const satisfies Record<string, StampedeEventName>;
 
 /**

@@ -1,10 +1,17 @@
 import type { Envelope, EnvelopeCodec } from './envelope';
+import { SizedLru } from './sized-lru';
 
 export interface L1Limits {
   /** Most entries kept. */
   maxEntries: number;
   /** Most characters of encoded values kept (about bytes for ASCII JSON). */
   maxBytes: number;
+  /**
+   * While invalidations cannot be received (the store's subscriber is down), the longest an
+   * entry is served without reading the store again (ms). Without it, entries are served as long
+   * as they are fresh.
+   */
+  maxStaleMs?: number;
 }
 
 interface Entry {
@@ -13,72 +20,78 @@ interface Entry {
   e: number;
   /** Kept (stale, for fail-safe) until then: the end of grace. */
   keepUntil: number;
+  /** When the value was stored or read from the store (what it agreed with the store). */
+  verifiedAt: number;
   tags?: Record<string, number>;
 }
 
 /**
- * The in-process tier: an LRU of encoded envelopes, bounded by entries and by size. Values are
- * kept as text and decoded on each hit, so callers never share a mutable object.
+ * An LRU of encoded envelopes, bounded by entries and by size: the in-process tier (L1), and the
+ * in-memory store's values. Values are kept as text and decoded on each hit, so callers never
+ * share a mutable object.
  */
 export class L1Cache {
-  private readonly entries = new Map<string, Entry>();
-  private size = 0;
+  private readonly entries: SizedLru<Entry>;
 
   constructor(
     private readonly codec: EnvelopeCodec,
-    private readonly limits: L1Limits,
-  ) {}
+    limits: L1Limits,
+  ) {
+    this.entries = new SizedLru(limits.maxEntries, limits.maxBytes);
+  }
 
-  /** The envelope of `key`, fresh or stale, if kept at `now`. */
-  get<T>(key: string, now: number): Envelope<T> | undefined {
+  /**
+   * The envelope of `key`, fresh or stale, if kept at `now`; with `verifiedAfter`, only if it was
+   * stored or read from the store since (an older entry stays, for when the store fails).
+   */
+  get<T>(key: string, now: number, verifiedAfter?: number): Envelope<T> | undefined {
     const entry = this.entries.get(key);
     if (!entry) return undefined;
     if (entry.keepUntil <= now) {
-      this.delete(key);
+      this.entries.delete(key);
       return undefined;
     }
-    this.entries.delete(key); // most recently used last
-    this.entries.set(key, entry);
+    if (verifiedAfter !== undefined && entry.verifiedAt <= verifiedAfter) return undefined;
     return this.codec.decode<T>(entry.raw);
   }
 
-  set(key: string, envelope: Envelope, keepUntil: number, raw = this.codec.encode(envelope)): void {
-    this.delete(key);
-    const cost = raw.length + key.length;
-    if (cost > this.limits.maxBytes) return;
-    this.entries.set(key, { raw, e: envelope.e, keepUntil, tags: envelope.t });
-    this.size += cost;
-    while (this.entries.size > this.limits.maxEntries || this.size > this.limits.maxBytes) {
-      this.delete(this.entries.keys().next().value as string);
-    }
+  /** Keeps `envelope` (stored or read from the store at `now`) until `keepUntil`. */
+  set(
+    key: string,
+    envelope: Envelope,
+    keepUntil: number,
+    now: number,
+    raw = this.codec.encode(envelope),
+  ): void {
+    const entry = { raw, e: envelope.e, keepUntil, verifiedAt: now, tags: envelope.t };
+    this.entries.set(key, entry, raw.length + key.length);
   }
 
   delete(key: string): void {
-    const entry = this.entries.get(key);
-    if (!entry) return;
     this.entries.delete(key);
-    this.size -= entry.raw.length + key.length;
   }
 
   /** Drops the entries stamped with an older version of one of `tags`. */
   dropTagged(tags: Record<string, number>): void {
-    for (const [key, entry] of this.entries) {
-      if (!entry.tags) continue;
-      for (const [tag, version] of Object.entries(tags)) {
-        if (tag in entry.tags && entry.tags[tag] < version) {
-          this.delete(key);
-          break;
-        }
-      }
-    }
+    this.entries.deleteWhere(
+      (entry) =>
+        entry.tags !== undefined &&
+        Object.entries(tags).some(
+          ([tag, version]) => tag in entry.tags! && entry.tags![tag] < version,
+        ),
+    );
+  }
+
+  /** Drops the entries kept no longer at `now`. */
+  sweep(now: number): void {
+    this.entries.deleteWhere((entry) => entry.keepUntil <= now);
   }
 
   clear(): void {
     this.entries.clear();
-    this.size = 0;
   }
 
   get stats(): { entries: number; bytes: number } {
-    return { entries: this.entries.size, bytes: this.size };
+    return this.entries.stats;
   }
 }

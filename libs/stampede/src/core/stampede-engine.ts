@@ -1,9 +1,11 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { Clock, RandomSource, systemClock, systemRandom } from './clock';
-import { defaultCodec, Envelope, EnvelopeCodec } from './envelope';
-import { StampedeTimeoutError } from './errors';
+import { defaultCodec, encodedSize, Envelope, EnvelopeCodec } from './envelope';
+import { StampedeSerializationError, StampedeTimeoutError } from './errors';
 import { keyPattern, StampedeEvents } from './events';
+import { invalidateInStore } from './invalidate';
+import { InvalidationBusWatch } from './invalidation-bus';
 import { jitterTtl } from './jitter';
 import { L1Cache, L1Limits } from './l1-cache';
 import { LastKnownValues } from './last-known';
@@ -32,10 +34,12 @@ export interface EngineDeps {
   logger?: EngineLogger;
   /** Limits of the in-process tier; without them there is none. */
   l1?: L1Limits;
+  /** Bounds of the values kept for when a distributed store fails (without L1). */
+  lastKnown?: { maxEntries?: number; maxBytes?: number };
   codec?: EnvelopeCodec;
 }
 
-/** The telemetry label of calls named by their key (getOrLoad without a name): never the key. */
+/** The metrics name of getOrLoad calls without a name: never their key. */
 export const UNNAMED_CALL = 'getOrLoad';
 
 /** Computes a value. `signal` aborts when the load passes its hard timeout. */
@@ -118,7 +122,9 @@ export class StampedeEngine {
   private readonly retryAt = new Map<string, number>();
   private readonly background = new Set<Promise<unknown>>();
   /** Without L1: values seen here, served while a distributed store is unreachable. */
-  private readonly lastKnown = new LastKnownValues();
+  private readonly lastKnown: LastKnownValues;
+  /** Whether the other instances' invalidations reach this one, and what L1 may serve meanwhile. */
+  private readonly bus: InvalidationBusWatch;
   /** Loads while the store is unreachable: one per key at a time, whatever the policy. */
   private readonly fallbackLoads = new SingleFlight<unknown>();
   /** When each key is due for early recomputation here (XFetch). */
@@ -134,26 +140,29 @@ export class StampedeEngine {
     this.store = deps.store;
     this.telemetry = deps.telemetry ?? noTelemetry;
     this.events = deps.events ?? new StampedeEvents();
-    this.metrics = new MetricsRegistry(this.telemetry);
+    this.metrics = new MetricsRegistry(this.telemetry, deps.logger);
     this.unobserve = this.telemetry.observe(this.metrics);
     this.clock = deps.clock ?? systemClock;
     this.random = deps.random ?? systemRandom;
     this.logger = deps.logger;
     this.codec = deps.codec ?? defaultCodec;
     if (deps.l1) this.l1 = new L1Cache(this.codec, deps.l1);
+    this.lastKnown = new LastKnownValues(deps.lastKnown?.maxEntries, deps.lastKnown?.maxBytes);
     this.schedule = new EarlyRecomputeSchedule(this.random);
+    this.bus = new InvalidationBusWatch(this.events, this.store, deps.l1, this.logger);
     this.store.onInvalidation?.(
       (message) => this.apply(message),
       () => {
         this.l1?.clear();
         this.tags.reset();
       },
+      (downSince) => this.bus.changed(downSince, this.clock.now()),
     );
   }
 
   /**
-   * `name` groups the counters (`Class.method`, or a getOrLoad name); without one they are kept
-   * under the key, and telemetry says `getOrLoad` (never a key).
+   * `name` groups the counters (`Class.method`, or a getOrLoad name); without one, `getOrLoad`
+   * (never the key: one entry per key would grow without bound).
    */
   async getOrLoad<T>(
     key: string,
@@ -162,7 +171,7 @@ export class StampedeEngine {
     name?: string,
     tags = policy.tags,
   ): Promise<T> {
-    const e = name === undefined ? this.metrics.entry(key, UNNAMED_CALL) : this.metrics.entry(name);
+    const e = this.metrics.entry(name ?? UNNAMED_CALL);
     const m = e.counts;
     m.calls++;
     const held = this.fromL1<T>(key, policy, tags);
@@ -215,11 +224,14 @@ export class StampedeEngine {
     return outcome.value;
   }
 
-  /** Removes the cached value here, in the store and in the other instances' L1. */
+  /**
+   * Removes the cached value here, in the store and in the other instances' L1; rejects with a
+   * StampedeInvalidationError when the store does not confirm it (see invalidate.ts).
+   */
   async invalidate(key: string): Promise<void> {
     this.forget(key);
-    await this.store.delete(key);
-    await this.store.broadcast?.({ keys: [key] });
+    await invalidateInStore(this.store, key);
+    this.forget(key); // a call here may have read the old value again before the delete ran
   }
 
   /** Invalidates every value stamped with one of `tags`, on every instance. */
@@ -240,6 +252,11 @@ export class StampedeEngine {
   /** Entries and size of the in-process tier. */
   l1Stats(): { entries: number; bytes: number } | undefined {
     return this.l1?.stats;
+  }
+
+  /** Entries and size of the values kept for when the store fails (without L1). */
+  lastKnownStats(): { entries: number; bytes: number } {
+    return this.lastKnown.stats;
   }
 
   /** Waits for background refreshes; later calls skip the cache-warming work. */
@@ -274,8 +291,10 @@ export class StampedeEngine {
   ): Envelope<T> | undefined {
     if (!this.l1 || !policy.cache || !policy.l1) return undefined;
     if (tags?.length && this.tags.missing(tags).length > 0) return undefined;
-    const envelope = this.l1.get<T>(key, this.clock.now());
-    if (!envelope || envelope.e <= this.clock.now()) return undefined;
+    const now = this.clock.now();
+    // While invalidations are missed, an entry not verified lately is read from the store again.
+    const envelope = this.l1.get<T>(key, now, this.bus.verifiedAfter(now));
+    if (!envelope || envelope.e <= now) return undefined;
     if (!this.tags.valid(envelope.t)) {
       this.l1.delete(key);
       return undefined;
@@ -298,18 +317,31 @@ export class StampedeEngine {
         if (wasDown) this.storeAnswered();
         missing.forEach((tag, i) => this.tags.learn(tag, versions[i]));
       } catch (err) {
-        this.noteStoreError(err, m); // the versions known here serve meanwhile
+        this.noteStoreError(err, m, 'using the tag versions known here');
       }
     }
     return this.tags.stamp(tags);
   }
 
-  /** Keeps a value here: in L1, or (for a distributed store) among the last known values. */
+  /**
+   * Keeps a value stored or read just now: in L1, or (for a distributed store) among the last
+   * known values. `raw` is its encoded text, when at hand.
+   */
   private hold(call: Call<unknown>, envelope: Envelope<unknown>, raw?: string): void {
     if (this.l1 && call.policy.l1) {
-      this.l1.set(call.key, envelope, envelope.e + call.policy.grace, raw);
+      this.l1.set(call.key, envelope, envelope.e + call.policy.grace, this.clock.now(), raw);
     } else if (this.store.distributed) {
-      this.lastKnown.remember(call.key, envelope);
+      const size = raw?.length ?? encodedSize(envelope) ?? this.codec.encode(envelope).length;
+      this.lastKnown.remember(call.key, envelope, size);
+    }
+  }
+
+  /** The text of a loaded value's envelope; one the serializer cannot write fails the call. */
+  private encode(call: Call<unknown>, envelope: Envelope): string {
+    try {
+      return this.codec.encode(envelope);
+    } catch (err) {
+      throw new StampedeSerializationError(call.e.label, call.key, err);
     }
   }
 
@@ -549,15 +581,23 @@ export class StampedeEngine {
     const { key, policy, m } = call;
     const storable = value !== undefined && (value !== null || policy.cacheNull);
     const wasDown = this.storeDownSince !== undefined;
+    const ttl = policy.jitter
+      ? jitterTtl(policy.ttl, policy.jitter.ratio, this.random)
+      : policy.ttl;
+    const now = this.clock.now();
+    const envelope: Envelope = { v: value, d: now - started, e: now + ttl };
+    if (call.stamp) envelope.t = call.stamp;
+    let raw: string | undefined;
     try {
-      if (storable) {
-        const ttl = policy.jitter
-          ? jitterTtl(policy.ttl, policy.jitter.ratio, this.random)
-          : policy.ttl;
-        const now = this.clock.now();
-        const envelope: Envelope = { v: value, d: now - started, e: now + ttl };
-        if (call.stamp) envelope.t = call.stamp;
-        this.hold(call, envelope);
+      if (storable) raw = this.encode(call, envelope);
+    } catch (err) {
+      // Nothing will be stored: the next caller must not wait for this lock.
+      if (token) await this.store.unlock(key, token).catch(() => undefined);
+      throw err;
+    }
+    try {
+      if (raw !== undefined) {
+        this.hold(call, envelope, raw);
         this.schedule.stored(key, envelope.e);
         await this.store.fill(key, envelope, ttl + policy.grace, token);
       } else if (token) {
@@ -566,7 +606,7 @@ export class StampedeEngine {
       if (wasDown && (storable || token)) this.storeAnswered();
     } catch (err) {
       // The value is still returned; the lock, if any, expires on its own.
-      this.noteStoreError(err, m);
+      this.noteStoreError(err, m, `the value ${call.e.label} loaded was returned but not cached`);
     }
   }
 
@@ -637,13 +677,19 @@ export class StampedeEngine {
    */
   private async withoutStore<T>(call: Call<T>, err: unknown): Promise<Outcome<T>> {
     const { key, policy, m, e } = call;
-    this.noteStoreError(err, m);
     const now = this.clock.now();
     const held = this.heldValue(call, now);
     if (held) {
+      const stale = held.e <= now;
+      this.noteStoreError(
+        err,
+        m,
+        `${e.label} answered with a value held here${stale ? ' (stale, within grace)' : ''}, no load`,
+      );
       const fromL1 = this.l1 !== undefined && policy.l1;
-      return { value: held.v, hit: true, stale: held.e <= now, fromL1 };
+      return { value: held.v, hit: true, stale, fromL1 };
     }
+    this.noteStoreError(err, m, `${e.label} answered by its loader, one load per key at a time`);
     const { promise, joined } = this.fallbackLoads.run(key, async () => {
       const started = this.clock.now();
       const controller = new AbortController();
@@ -656,8 +702,9 @@ export class StampedeEngine {
         const at = this.clock.now();
         const envelope: Envelope = { v: value, d: at - started, e: at + policy.ttl };
         if (call.stamp) envelope.t = call.stamp;
-        if (this.l1 && policy.l1) this.l1.set(key, envelope, envelope.e + policy.grace);
-        else this.lastKnown.remember(key, envelope);
+        const raw = this.encode(call, envelope);
+        if (this.l1 && policy.l1) this.l1.set(key, envelope, envelope.e + policy.grace, at, raw);
+        else this.lastKnown.remember(key, envelope, raw.length);
       }
       return value;
     });
@@ -665,15 +712,14 @@ export class StampedeEngine {
     return { value: (await promise) as T, hit: false, loaded: !joined, joined };
   }
 
-  private noteStoreError(err: unknown, m: MethodMetrics): void {
+  /** `outcome` says what the call did without the store, for the warning. */
+  private noteStoreError(err: unknown, m: MethodMetrics, outcome: string): void {
     m.storeErrors++;
     const now = this.clock.now();
     const message = err instanceof Error ? err.message : String(err);
     if (now - this.lastStoreWarning >= 10_000) {
       this.lastStoreWarning = now;
-      this.logger?.warn(
-        `${this.store.name} store unavailable (${message}); answering from the loader`,
-      );
+      this.logger?.warn(`${this.store.name} store unavailable (${message}); ${outcome}`);
     }
     if (this.storeDownSince === undefined) {
       // Edge-triggered: one event per transition, however many calls fail meanwhile.

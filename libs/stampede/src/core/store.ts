@@ -72,10 +72,24 @@ export interface StampedeStore {
    */
   broadcast?(message: InvalidationMessage): Promise<void>;
   /**
+   * Deletes `key` and tells the other instances (`{ keys: [key] }`) in one atomic step, so that
+   * a delete carried out late (after the call timed out) is broadcast too. A distributed store
+   * should have it; without it the flow deletes, then broadcasts.
+   */
+  invalidate?(key: string): Promise<void>;
+  /**
    * Receives the other instances' invalidations. `reset` is called when some may have been
    * missed (the subscriber connection came back): drop what they would have invalidated.
+   * `busChanged` is called when invalidations stop reaching this process (with the time they
+   * stopped) and when they reach it again (undefined, after `reset`).
    */
-  onInvalidation?(listener: (message: InvalidationMessage) => void, reset: () => void): void;
+  onInvalidation?(
+    listener: (message: InvalidationMessage) => void,
+    reset: () => void,
+    busChanged?: (downSince: number | undefined) => void,
+  ): void;
+  /** Since when invalidations cannot be received (epoch ms); undefined while they can. */
+  invalidationsDownSince?(): number | undefined;
   /**
    * The current versions of `tags`, kept where every instance sees them. A missing version (never
    * set, or lost) is set first, to at least `floors[i]` and the store's clock in microseconds.

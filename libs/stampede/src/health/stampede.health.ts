@@ -6,7 +6,10 @@ import type { StampedeStore } from '../core/store';
 import { STAMPEDE_STORE } from '../nest/stampede.constants';
 
 /**
- * Terminus indicator: up when the store answers a ping within `timeout` ms (default 1000).
+ * Terminus indicator: up when the store answers a ping within `timeout` ms (default 1000). A
+ * store with an invalidation bus (Redis) also says whether it receives the other instances'
+ * invalidations (`invalidationBus: 'up' | 'down'`, and since when): a bus that is down leaves
+ * the check up, since calls are still answered (see `l1.maxStaleMs`).
  * Use: `() => this.stampedeHealth.isHealthy('cache')` in a HealthCheckService.check([...]).
  */
 @Injectable()
@@ -44,14 +47,26 @@ export class StampedeHealthIndicator implements OnModuleInit {
           timer = setTimeout(() => reject(new Error(`no answer within ${timeout} ms`)), timeout);
         }),
       ]);
-      return indicator.up({ store: this.store.name, latencyMs: Date.now() - started });
+      return indicator.up({
+        store: this.store.name,
+        latencyMs: Date.now() - started,
+        ...this.busDetails(),
+      });
     } catch (err) {
       return indicator.down({
         store: this.store.name,
         message: err instanceof Error ? err.message : String(err),
+        ...this.busDetails(),
       });
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  private busDetails(): { invalidationBus?: 'up' | 'down'; invalidationBusDownMs?: number } {
+    if (!this.store.invalidationsDownSince) return {};
+    const since = this.store.invalidationsDownSince();
+    if (since === undefined) return { invalidationBus: 'up' };
+    return { invalidationBus: 'down', invalidationBusDownMs: Math.max(0, Date.now() - since) };
   }
 }

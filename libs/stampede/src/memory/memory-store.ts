@@ -1,5 +1,6 @@
 import { Clock, systemClock } from '../core/clock';
 import { defaultCodec, Envelope, EnvelopeCodec, sameEnvelope } from '../core/envelope';
+import { L1Cache } from '../core/l1-cache';
 import type { FillWatch, ReadOrLockResult, StampedeStore } from '../core/store';
 import { LocalLocks } from './local-locks';
 
@@ -9,24 +10,34 @@ export interface MemoryStoreOptions {
   sweepIntervalMs?: number;
   /** How envelopes are kept (as text, so callers never share a mutable object); default JSON. */
   codec?: EnvelopeCodec;
+  /** Most values kept; the least recently used go first. Default 100,000. */
+  maxEntries?: number;
+  /** Most characters of encoded values (and keys) kept, about bytes. Default 128 MB. */
+  maxBytes?: number;
 }
+
+export const DEFAULT_MEMORY_ENTRIES = 100_000;
+export const DEFAULT_MEMORY_BYTES = 128 * 1024 * 1024;
 
 /**
  * The embedded default: values, locks and notifications live in this process. Values are kept
- * as JSON text, so callers never share a mutable object and behave as with Redis.
+ * as JSON text, so callers never share a mutable object and behave as with Redis; at most
+ * `maxEntries` and `maxBytes` of them (least recently used evicted, like Redis' allkeys-lru).
  */
 export class MemoryStore implements StampedeStore {
   readonly name = 'memory';
   readonly distributed = false;
-  private readonly entries = new Map<string, { raw: string; expiresAt: number }>();
+  private readonly entries: L1Cache;
   private readonly locks: LocalLocks;
   private readonly clock: Clock;
-  private readonly codec: EnvelopeCodec;
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(options: MemoryStoreOptions = {}) {
     this.clock = options.clock ?? systemClock;
-    this.codec = options.codec ?? defaultCodec;
+    this.entries = new L1Cache(options.codec ?? defaultCodec, {
+      maxEntries: options.maxEntries ?? DEFAULT_MEMORY_ENTRIES,
+      maxBytes: options.maxBytes ?? DEFAULT_MEMORY_BYTES,
+    });
     this.locks = new LocalLocks(this.clock);
     this.sweeper = setInterval(() => this.sweep(), options.sweepIntervalMs ?? 30_000);
     this.sweeper.unref();
@@ -37,10 +48,8 @@ export class MemoryStore implements StampedeStore {
   }
 
   async set(key: string, envelope: Envelope, ttlMs: number): Promise<void> {
-    this.entries.set(key, {
-      raw: this.codec.encode(envelope),
-      expiresAt: this.clock.now() + ttlMs,
-    });
+    const now = this.clock.now();
+    this.entries.set(key, envelope, now + ttlMs, now);
   }
 
   async delete(key: string): Promise<void> {
@@ -87,6 +96,11 @@ export class MemoryStore implements StampedeStore {
 
   async ping(): Promise<void> {}
 
+  /** Values kept, and their size (characters of encoded values and keys). */
+  get stats(): { entries: number; bytes: number } {
+    return this.entries.stats;
+  }
+
   async close(): Promise<void> {
     clearInterval(this.sweeper);
     this.locks.clear();
@@ -94,17 +108,10 @@ export class MemoryStore implements StampedeStore {
   }
 
   private read<T>(key: string): Envelope<T> | undefined {
-    const entry = this.entries.get(key);
-    if (!entry) return undefined;
-    if (entry.expiresAt <= this.clock.now()) {
-      this.entries.delete(key);
-      return undefined;
-    }
-    return this.codec.decode<T>(entry.raw);
+    return this.entries.get<T>(key, this.clock.now());
   }
 
   private sweep(): void {
-    const now = this.clock.now();
-    for (const [key, entry] of this.entries) if (entry.expiresAt <= now) this.entries.delete(key);
+    this.entries.sweep(this.clock.now());
   }
 }

@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import { CacheManagerStore } from '../cache-manager/cache-manager-store';
 import { toMs } from '../core/duration';
 import { defaultCodec, EnvelopeCodec, StampedeSerializer } from '../core/envelope';
+import { DEFAULT_MAX_STALE_MS } from '../core/invalidation-bus';
 import type { L1Limits } from '../core/l1-cache';
 import { StampedeConfigError } from '../core/errors';
 import type { StampedeStore } from '../core/store';
@@ -36,7 +37,7 @@ export async function createStampedeStore(options: StampedeModuleOptions): Promi
     );
     return new CacheManagerStore(options.cacheManager, undefined, codecOf(options));
   }
-  return new MemoryStore({ codec: codecOf(options) });
+  return new MemoryStore({ codec: codecOf(options), ...options.memory });
 }
 
 const codecs = new WeakMap<StampedeSerializer, EnvelopeCodec>();
@@ -62,6 +63,7 @@ export function l1Limits(option: StampedeModuleOptions['l1']): L1Limits | undefi
   return {
     maxEntries: limits.maxEntries ?? DEFAULT_L1_ENTRIES,
     maxBytes: limits.maxBytes ?? DEFAULT_L1_BYTES,
+    maxStaleMs: limits.maxStaleMs ?? DEFAULT_MAX_STALE_MS,
   };
 }
 
@@ -86,12 +88,25 @@ function validateOptions(options: StampedeModuleOptions): void {
       );
     }
   }
-  if (options.l1 !== undefined && typeof options.l1 !== 'boolean') {
-    for (const name of ['maxEntries', 'maxBytes'] as const) {
-      const value = options.l1[name];
-      if (value !== undefined && !(Number.isInteger(value) && value > 0)) {
+  for (const option of ['l1', 'lastKnown', 'memory'] as const) {
+    const bounds: unknown = options[option];
+    if (bounds === undefined || (option === 'l1' && typeof bounds === 'boolean')) continue;
+    const known =
+      option === 'l1' ? ['maxEntries', 'maxBytes', 'maxStaleMs'] : ['maxEntries', 'maxBytes'];
+    if (typeof bounds !== 'object' || bounds === null) {
+      throw new StampedeConfigError(
+        `StampedeModule: ${option} must be ${option === 'l1' ? 'a boolean or ' : ''}an object: { ${known.join('?, ')}? }`,
+      );
+    }
+    for (const [name, value] of Object.entries(bounds)) {
+      if (!known.includes(name)) {
         throw new StampedeConfigError(
-          `StampedeModule: l1.${name} must be a positive integer, got ${String(value)}`,
+          `StampedeModule: unknown ${option} option ${name}; known: ${known.join(', ')}`,
+        );
+      }
+      if (value !== undefined && !(Number.isInteger(value) && (value as number) > 0)) {
+        throw new StampedeConfigError(
+          `StampedeModule: ${option}.${name} must be a positive integer, got ${String(value)}`,
         );
       }
     }

@@ -28,9 +28,21 @@ export interface StampedeModuleOptions {
   /**
    * An in-process tier in front of the store: hits cost no Redis round trip. `true` means
    * 10,000 entries and 64 MB of encoded values. Kept coherent across instances by invalidation
-   * messages (`invalidate`, `invalidateTags`). Default: none.
+   * messages (`invalidate`, `invalidateTags`); while they cannot be received (the subscriber is
+   * disconnected), a value is served from L1 for at most `maxStaleMs` (default 5000) before it
+   * is read from Redis again. Default: none.
    */
-  l1?: boolean | { maxEntries?: number; maxBytes?: number };
+  l1?: boolean | { maxEntries?: number; maxBytes?: number; maxStaleMs?: number };
+  /**
+   * Without L1: the values this process read or loaded, kept to answer calls while a
+   * distributed store is unreachable. Default 10,000 entries and 16 MB of encoded values.
+   */
+  lastKnown?: { maxEntries?: number; maxBytes?: number };
+  /**
+   * Bounds of the in-memory store (without `redis`, `cacheManager` or `store`): the least
+   * recently used values go first. Default 100,000 entries and 128 MB of encoded values.
+   */
+  memory?: { maxEntries?: number; maxBytes?: number };
   /** How values are written to the store (and kept in L1). Default JSON. */
   serializer?: StampedeSerializer;
   /**

@@ -47,6 +47,7 @@ export class StampedeService implements OnModuleInit, OnApplicationShutdown {
       store,
       logger: { warn: (message) => logger.warn(message) },
       l1: l1Limits(options.l1),
+      lastKnown: options.lastKnown,
       codec: codecOf(options),
       telemetry: createTelemetry(options.telemetry),
       events: this.events,
@@ -61,8 +62,9 @@ export class StampedeService implements OnModuleInit, OnApplicationShutdown {
 
   /**
    * Listens to an operator event: `stampede.lock.timeout`, `stampede.store.unavailable`,
-   * `stampede.store.recovered`, `stampede.load.timeout`, `stampede.failsafe` (see
-   * STAMPEDE_EVENTS). Listeners run synchronously: keep them short.
+   * `stampede.store.recovered`, `stampede.load.timeout`, `stampede.failsafe`,
+   * `stampede.bus.down`, `stampede.bus.up` (see STAMPEDE_EVENTS). Listeners run synchronously:
+   * keep them short.
    */
   on<E extends StampedeEventName>(event: E, listener: StampedeEventListener<E>): this {
     this.events.on(event, listener);
@@ -77,8 +79,9 @@ export class StampedeService implements OnModuleInit, OnApplicationShutdown {
 
   /**
    * Returns the cached value of `key`, or runs `loader` once (per key, per the policy) and caches it.
-   * `policy` defaults to caching with the module's defaultTtl; `name` groups the metrics (default:
-   * the key in `metrics()`, and `getOrLoad` in OpenTelemetry, which never sees keys).
+   * `policy` defaults to caching with the module's defaultTtl; `name` groups the metrics (default
+   * `getOrLoad`: never the key). A value the serializer cannot write rejects with a
+   * StampedeSerializationError and is not cached.
    */
   getOrLoad<T>(
     key: string,
@@ -105,7 +108,11 @@ export class StampedeService implements OnModuleInit, OnApplicationShutdown {
     return resolvePolicy(options, this.defaultTtl, where);
   }
 
-  /** Drops the cached value of `key` (the same key the decorator or getOrLoad used), on every instance. */
+  /**
+   * Drops the cached value of `key` (the same key the decorator or getOrLoad used), on every
+   * instance: with Redis, the delete and the broadcast are one step. When Redis does not confirm
+   * it, rejects with a StampedeInvalidationError whose `pending` says whether it may still happen.
+   */
   invalidate(key: string): Promise<void> {
     return this.engine.invalidate(key);
   }
@@ -120,7 +127,12 @@ export class StampedeService implements OnModuleInit, OnApplicationShutdown {
     return this.engine.l1Stats();
   }
 
-  /** Counters per method name (`Class.method`) or getOrLoad name. */
+  /** Entries and size (characters) of the values kept for when Redis fails (see `lastKnown`). */
+  lastKnownStats(): { entries: number; bytes: number } {
+    return this.engine.lastKnownStats();
+  }
+
+  /** Counters per method name (`Class.method`) or getOrLoad name (`getOrLoad` without one). */
   metrics(): Record<string, MethodMetrics> {
     return this.engine.metrics.snapshot();
   }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ChainableCommander, Cluster, Redis, RedisOptions } from 'ioredis';
+import { ChainableCommander, Cluster, Redis, RedisOptions, ReplyError } from 'ioredis';
 import { Clock, systemClock } from '../core/clock';
 import { defaultCodec, Envelope, EnvelopeCodec, sameEnvelope } from '../core/envelope';
 import { StoreUnavailableError } from '../core/errors';
@@ -12,6 +12,7 @@ import type {
 import { StampedeKeys } from './keys';
 import {
   EXTEND_LOCK,
+  INVALIDATE,
   READ_OR_WAIT,
   SCRIPTS,
   TAG_BUMP,
@@ -100,11 +101,15 @@ export class RedisStore implements StampedeStore {
   private readonly codec: EnvelopeCodec;
   private readonly subscriptions = new Map<string, Subscription>();
   private received = 0;
+  /** Resolves once the invalidation bus is first subscribed. */
   private readonly busSubscribed: Promise<void>;
+  /** Since when the bus is not subscribed (from the start until the first subscription). */
+  private busDownSince: number | undefined;
   private readonly instanceId = randomUUID();
   private readonly invalidationListeners: {
     listener: (message: InvalidationMessage) => void;
     reset: () => void;
+    busChanged?: (downSince: number | undefined) => void;
   }[] = [];
   private downUntil = 0;
   /** Gives up one call in flight (see call()). */
@@ -117,6 +122,7 @@ export class RedisStore implements StampedeStore {
     this.cooldownMs = options.cooldown ?? 1000;
     this.clock = options.clock ?? systemClock;
     this.codec = options.codec ?? defaultCodec;
+    this.busDownSince = this.clock.now();
     if (isRedisClient(connection)) {
       this.client = connection;
       this.ownsClient = false;
@@ -155,26 +161,87 @@ export class RedisStore implements StampedeStore {
       if (channel === this.keys.bus) this.receive(text);
     });
     // A lost subscription would strand waiters until their lock expires: wake them so they poll.
-    this.subscriber.on('close', () => this.notifyAll());
+    // Invalidations are missed from now on: the listeners are told.
+    this.subscriber.on('close', () => {
+      this.notifyAll();
+      this.busDown();
+    });
+    // The bus is up once its SUBSCRIBE answers: after ioredis' own resubscription, which it
+    // sends first on a reconnect (this one also covers a first SUBSCRIBE that failed).
     // Invalidations sent while the subscriber was away are lost: the listeners start afresh.
     let connectedBefore = false;
+    let subscribed!: () => void;
+    this.busSubscribed = new Promise((resolve) => (subscribed = resolve));
     this.subscriber.on('ready', () => {
-      if (connectedBefore) for (const l of this.invalidationListeners) l.reset();
-      connectedBefore = true;
+      this.subscriber.subscribe(this.keys.bus).then(
+        () => {
+          if (this.closed || this.subscriber.status !== 'ready') return;
+          if (connectedBefore) for (const l of this.invalidationListeners) l.reset();
+          connectedBefore = true;
+          this.busUp();
+          subscribed();
+        },
+        () => undefined,
+      );
     });
-    this.busSubscribed = this.subscriber.subscribe(this.keys.bus).then(
-      () => undefined,
+    // Also connects a subscriber made with lazyConnect (a duplicate of such a client).
+    this.subscriber.subscribe(this.keys.bus).catch(() => undefined);
+  }
+
+  broadcast(message: InvalidationMessage): Promise<void> {
+    return this.call(() => this.client.publish(this.keys.bus, this.busText(message))).then(
       () => undefined,
     );
   }
 
-  broadcast(message: InvalidationMessage): Promise<void> {
-    const text = JSON.stringify({ ...message, from: this.instanceId });
-    return this.call(() => this.client.publish(this.keys.bus, text)).then(() => undefined);
+  /**
+   * DEL and PUBLISH in one script: a delete that Redis carries out after the call gave up is
+   * broadcast all the same, and applied here too (this process skips its own messages).
+   */
+  async invalidate(key: string): Promise<void> {
+    const message: InvalidationMessage = { keys: [key] };
+    await this.call(
+      () =>
+        (this.client as ScriptClient)[INVALIDATE.name](
+          this.keys.value(key),
+          this.keys.bus,
+          this.busText(message),
+        ),
+      () => this.deliver(message),
+    );
   }
 
-  onInvalidation(listener: (message: InvalidationMessage) => void, reset: () => void): void {
-    this.invalidationListeners.push({ listener, reset });
+  onInvalidation(
+    listener: (message: InvalidationMessage) => void,
+    reset: () => void,
+    busChanged?: (downSince: number | undefined) => void,
+  ): void {
+    this.invalidationListeners.push({ listener, reset, busChanged });
+  }
+
+  invalidationsDownSince(): number | undefined {
+    return this.busDownSince;
+  }
+
+  private busText(message: InvalidationMessage): string {
+    return JSON.stringify({ ...message, from: this.instanceId });
+  }
+
+  private deliver(message: InvalidationMessage): void {
+    for (const l of this.invalidationListeners) l.listener(message);
+  }
+
+  private busDown(): void {
+    if (this.closed || this.busDownSince !== undefined) return;
+    const since = this.clock.now();
+    this.busDownSince = since;
+    for (const l of this.invalidationListeners) l.busChanged?.(since);
+  }
+
+  private busUp(): void {
+    if (this.busDownSince === undefined) return;
+    this.busDownSince = undefined;
+    for (const l of this.invalidationListeners) l.busChanged?.(undefined);
   }
 
   tagVersions(tags: string[], floors: number[]): Promise<number[]> {
@@ -200,7 +267,7 @@ export class RedisStore implements StampedeStore {
       return;
     }
     if (message.from === this.instanceId) return; // applied when sent
-    for (const l of this.invalidationListeners) l.listener(message);
+    this.deliver(message);
   }
 
   /** Fill notifications this store has received: about one per wait of this process, whatever the other instances fill. */
@@ -464,9 +531,10 @@ export class RedisStore implements StampedeStore {
     try {
       return await call;
     } catch (err) {
+      // An error reply means Redis refused the command; any other failure leaves it unknown.
       throw err instanceof StoreUnavailableError
         ? err
-        : new StoreUnavailableError(messageOf(err), err);
+        : new StoreUnavailableError(messageOf(err), err, !(err instanceof ReplyError));
     }
   }
 
@@ -485,7 +553,7 @@ export class RedisStore implements StampedeStore {
         this.inFlight.delete(abandon);
         clearTimeout(timer);
         if (onAbandoned) promise.then(onAbandoned, () => undefined);
-        reject(new StoreUnavailableError(reason));
+        reject(new StoreUnavailableError(reason, undefined, true)); // sent: it may still run
       };
       const timer = setTimeout(() => {
         abandon(`Redis ${what} took longer than ${this.timeoutMs} ms`);

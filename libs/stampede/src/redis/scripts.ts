@@ -104,4 +104,18 @@ return v
 `,
 };
 
-export const SCRIPTS = [READ_OR_WAIT, UNLOCK, EXTEND_LOCK, TAG_VERSION, TAG_BUMP];
+/**
+ * KEYS[1] value key; ARGV[1] invalidation bus channel, ARGV[2] message. Deletes the value and
+ * tells the other instances in one step: a delete carried out late is broadcast all the same.
+ */
+export const INVALIDATE = {
+  name: 'stampedeInvalidate',
+  numberOfKeys: 1,
+  lua: `
+redis.call('DEL', KEYS[1])
+redis.call('PUBLISH', ARGV[1], ARGV[2])
+return 1
+`,
+};
+
+export const SCRIPTS = [READ_OR_WAIT, UNLOCK, EXTEND_LOCK, TAG_VERSION, TAG_BUMP, INVALIDATE];

@@ -1,0 +1,26 @@
+import { defaultCodec } from './envelope';
+import { L1Cache } from './l1-cache';
+
+describe('L1Cache', () => {
+  it('with verifiedAfter, serves only entries stored or read since, and keeps the others', () => {
+    const l1 = new L1Cache(defaultCodec, { maxEntries: 10, maxBytes: 10_000 });
+    l1.set('old', { v: 1, d: 0, e: 10_000 }, 10_000, 100);
+    l1.set('new', { v: 2, d: 0, e: 10_000 }, 10_000, 900);
+    expect(l1.get('old', 1000, 500)).toBeUndefined();
+    expect(l1.get('new', 1000, 500)?.v).toBe(2);
+    expect(l1.get('old', 1000)?.v).toBe(1); // still there, for when the store fails
+    l1.set('old', { v: 1, d: 0, e: 10_000 }, 10_000, 1000); // read from the store again
+    expect(l1.get('old', 1000, 500)?.v).toBe(1);
+  });
+
+  it('sweep() drops what is kept no longer, and sizes count text and key', () => {
+    const l1 = new L1Cache(defaultCodec, { maxEntries: 10, maxBytes: 10_000 });
+    const raw = defaultCodec.encode({ v: 'x', d: 0, e: 50 });
+    l1.set('a', { v: 'x', d: 0, e: 50 }, 100, 0);
+    l1.set('b', { v: 'x', d: 0, e: 50 }, 200, 0);
+    expect(l1.stats).toEqual({ entries: 2, bytes: 2 * (raw.length + 1) });
+    l1.sweep(150);
+    expect(l1.stats).toEqual({ entries: 1, bytes: raw.length + 1 });
+    expect(l1.get('b', 150)?.v).toBe('x');
+  });
+});
