@@ -23,6 +23,15 @@ class ProfileService {
   async profile(id: string): Promise<{ id: string; load: number }> {
     return { id, load: ++loadsEverywhere };
   }
+
+  @Cacheable({
+    key: (id: string) => `tagged:${id}`,
+    ttl: 60_000,
+    tags: (id: string) => [`t:${id}`],
+  })
+  async tagged(id: string): Promise<{ id: string; load: number }> {
+    return { id, load: ++loadsEverywhere };
+  }
 }
 
 /**
@@ -35,14 +44,14 @@ describe('L1 while the invalidation bus is down (a redis-server of this test)', 
   let admin: Redis;
   const apps: TestingModule[] = [];
 
-  const start = async (name: string) => {
+  const start = async (name: string, l1 = true) => {
     const app = await Test.createTestingModule({
       imports: [
         StampedeModule.forRoot({
           // The name tells this instance's connections apart in CLIENT LIST.
           redis: { host: '127.0.0.1', port: server.port, connectionName: name },
           keyPrefix: 'bus:',
-          l1: { maxStaleMs: MAX_STALE_MS },
+          l1: l1 && { maxStaleMs: MAX_STALE_MS },
         }),
         StampedeHealthModule,
       ],
@@ -71,10 +80,37 @@ describe('L1 while the invalidation bus is down (a redis-server of this test)', 
       .split('\n')
       .map((line) => Object.fromEntries(line.split(' ').map((kv) => kv.split('='))));
 
+  /** No room for one more connection, then `name`'s subscriber is disconnected: it cannot come back. */
+  const cutSubscriber = async (name: string, instance: { events: string[] }) => {
+    const all = await clients();
+    const subscriber = all.find((c) => c.name === name && c.flags?.includes('P'));
+    expect(subscriber).toBeDefined();
+    await admin.config('SET', 'maxclients', String(all.length - 1));
+    await admin.call('CLIENT', 'KILL', 'ID', subscriber!.id);
+    await waitFor(
+      `${name} notices its bus is down`,
+      () => instance.events.includes('down:redis'),
+      10_000,
+    );
+  };
+
+  /** Room again: the subscriber reconnects. */
+  const restoreSubscriber = async (name: string, instance: { events: string[] }) => {
+    await admin.config('SET', 'maxclients', '10000');
+    await waitFor(
+      `${name} notices its bus is back`,
+      () => instance.events.includes('up:redis'),
+      15_000,
+    );
+  };
+
   beforeAll(async () => {
     server = await ThrowawayRedis.start();
     admin = new Redis(server.url);
   });
+
+  // A failed test leaves no limit behind for the next one.
+  afterEach(() => admin.config('SET', 'maxclients', '10000'));
 
   afterAll(async () => {
     await admin?.config('SET', 'maxclients', '10000').catch(() => undefined);
@@ -90,13 +126,7 @@ describe('L1 while the invalidation bus is down (a redis-server of this test)', 
     expect(await b.profiles.profile('x')).toEqual(old); // B holds it in L1 now
     expect(b.stampede.l1Stats()?.entries).toBe(1);
 
-    // No room for one more connection, then B's subscriber is disconnected: it cannot come back.
-    const all = await clients();
-    const subscriber = all.find((c) => c.name === 'instance-b' && c.flags?.includes('P'));
-    expect(subscriber).toBeDefined();
-    await admin.config('SET', 'maxclients', String(all.length - 1));
-    await admin.call('CLIENT', 'KILL', 'ID', subscriber!.id);
-    await waitFor('B notices its bus is down', () => b.events.includes('down:redis'), 10_000);
+    await cutSubscriber('instance-b', b);
     expect((await b.health.isHealthy('cache')).cache).toMatchObject({
       status: 'up',
       store: 'redis',
@@ -114,13 +144,35 @@ describe('L1 while the invalidation bus is down (a redis-server of this test)', 
     expect(a.events).toEqual([]);
 
     // Room again: the subscriber reconnects, B says so once, and clears L1 (it missed messages).
-    await admin.config('SET', 'maxclients', '10000');
-    await waitFor('B notices its bus is back', () => b.events.includes('up:redis'), 15_000);
+    await restoreSubscriber('instance-b', b);
     expect(b.events).toEqual(['down:redis', 'up:redis']);
     expect(b.stampede.l1Stats()?.entries).toBe(0);
     expect((await b.health.isHealthy('cache')).cache).toMatchObject({
       status: 'up',
       invalidationBus: 'up',
     });
+  });
+
+  // A tag invalidation elsewhere gives the tag a new version in Redis; the values stamped with
+  // the old one stay there. B must learn the new version (with L1 or without: the values it
+  // reads from Redis carry the old stamp) within the bound.
+  it.each([
+    ['with L1', true, MAX_STALE_MS],
+    ['without L1', false, 5000], // the default bound: without L1 it cannot be set
+  ])('a tag invalidated elsewhere reaches it within maxStaleMs (%s)', async (label, l1, bound) => {
+    const names = [`tags-a-${l1}`, `tags-b-${l1}`];
+    const a = await start(names[0], l1);
+    const b = await start(names[1], l1);
+    const old = await a.profiles.tagged(label);
+    expect(await b.profiles.tagged(label)).toEqual(old); // B knows the tag's version now
+
+    await cutSubscriber(names[1], b);
+    await a.stampede.invalidateTags([`t:${label}`]);
+    await waitFor(
+      'B serves the new value',
+      async () => (await b.profiles.tagged(label)).load !== old.load,
+      bound + 10_000,
+    );
+    await restoreSubscriber(names[1], b);
   });
 });

@@ -21,6 +21,15 @@ class ProfileService {
   async profile(id: string): Promise<{ id: string; load: number }> {
     return { id, load: ++loadsEverywhere };
   }
+
+  @Cacheable({
+    key: (id: string) => `tagged:${id}`,
+    ttl: 60_000,
+    tags: (id: string) => [`group:${id}`],
+  })
+  async tagged(id: string): Promise<{ id: string; load: number }> {
+    return { id, load: ++loadsEverywhere };
+  }
 }
 
 /**
@@ -100,6 +109,45 @@ describe('invalidate() during a Redis stall (a redis-server of this test)', () =
     );
   });
 
+  it('an invalidateTags() that times out still reaches every instance when Redis carries it out', async () => {
+    const a = await start();
+    const b = await start();
+    const old = await a.profiles.tagged('t');
+    expect(await b.profiles.tagged('t')).toEqual(old); // both hold it in L1
+    const tagKey = `${PREFIX}__tag:{group:t}`;
+    const before = Number(await admin.get(tagKey));
+
+    await admin.call('CLIENT', 'PAUSE', '1500', 'WRITE');
+    const error = (await a.stampede.invalidateTags(['group:t']).then(
+      () => undefined,
+      (err: unknown) => err,
+    )) as StampedeError & { pending?: boolean };
+    expect(error).toBeInstanceOf(StampedeError);
+    expect(error).toMatchObject({
+      code: 'STAMPEDE_INVALIDATION',
+      pending: true,
+      tags: ['group:t'],
+    });
+    expect(error.message).toContain('"group:t"');
+    expect(error.message).toContain('may still be set');
+
+    // The pause ends; the new version is set, and broadcast in the same step: B drops its copy,
+    // and so does A (its own late invalidation is applied here too).
+    await waitFor(
+      'the new version is set',
+      async () => Number(await admin.get(tagKey)) > before,
+      10_000,
+    );
+    await waitFor(
+      'A and B serve the same new value',
+      async () => {
+        const [va, vb] = [await a.profiles.tagged('t'), await b.profiles.tagged('t')];
+        return va.load === vb.load && va.load !== old.load;
+      },
+      5_000,
+    );
+  });
+
   it('an invalidate() while Redis is unreachable says that nothing was done', async () => {
     const a = await start();
     await a.profiles.profile('q');
@@ -113,6 +161,12 @@ describe('invalidate() during a Redis stall (a redis-server of this test)', () =
       code: 'STAMPEDE_INVALIDATION',
       pending: false,
       message: expect.stringContaining('nothing was deleted'),
+    });
+    await expect(a.stampede.invalidateTags(['group:q', 'group:r'])).rejects.toMatchObject({
+      code: 'STAMPEDE_INVALIDATION',
+      pending: false,
+      tags: ['group:q', 'group:r'],
+      message: expect.stringContaining('no new version was set'),
     });
     await server.start();
     // Closed once reconnected: a subscriber closed while it resubscribes leaves a rejection.
@@ -161,6 +215,22 @@ describe('invalidate() on a Redis Cluster (a throwaway 3-node cluster)', () => {
       'B serves new values',
       async () => {
         const now = await Promise.all(ids.map((id) => b.profile(id)));
+        return now.every((value, i) => value.load !== old[i].load);
+      },
+      5_000,
+    );
+  });
+
+  it('invalidateTags() reaches the L1 of the other instance (each tag node publishes)', async () => {
+    const [a, b] = apps.map((app) => app.get(ProfileService));
+    const ids = ['g1', 'g2', 'g3', 'g4', 'g5', 'g6']; // tags on more than one node
+    const old = await Promise.all(ids.map((id) => a.tagged(id)));
+    for (const id of ids) await b.tagged(id); // both hold them in L1
+    await apps[0].get(StampedeService).invalidateTags(ids.map((id) => `group:${id}`));
+    await waitFor(
+      'B serves new values',
+      async () => {
+        const now = await Promise.all(ids.map((id) => b.tagged(id)));
         return now.every((value, i) => value.load !== old[i].load);
       },
       5_000,

@@ -67,14 +67,18 @@ export class StampedeSerializationError extends StampedeError {
 }
 
 /**
- * `invalidate()` was not confirmed by the store. With `pending`, the delete was sent and may still
- * be carried out; the broadcast to the other instances goes with it, in the same step. Without,
- * nothing was deleted and no instance was told. Either way the old value may be served until its
- * TTL: call invalidate() again.
+ * `invalidate()` or `invalidateTags()` was not confirmed by the store. With `pending`, the step
+ * (the delete, or a tag's new version) was sent and may still be carried out; the broadcast to
+ * the other instances goes with it, in the same step. Without, nothing was done and no instance
+ * was told. Either way the old values may be served until their TTL: call it again.
  */
 export class StampedeInvalidationError extends StampedeError {
+  /** For `invalidateTags()`: the tags not confirmed (the call's other tags were invalidated). */
+  readonly tags?: string[];
+
   constructor(
-    key: string,
+    /** The key given to `invalidate()`, or the tags of `invalidateTags()` not confirmed. */
+    target: string | string[],
     /** The store may still carry out the invalidation (and then tells every instance). */
     readonly pending: boolean,
     cause: unknown,
@@ -82,14 +86,27 @@ export class StampedeInvalidationError extends StampedeError {
     const reason = cause instanceof Error ? cause.message : String(cause);
     super(
       'STAMPEDE_INVALIDATION',
-      pending
-        ? `invalidate("${key}") was not confirmed (${reason}). The delete may still happen; ` +
+      typeof target === 'string'
+        ? pending
+          ? `invalidate("${target}") was not confirmed (${reason}). The delete may still happen; ` +
             'if it does, every instance is told in the same step. Until then the old value may ' +
             'be served: call invalidate() again to be sure.'
-        : `invalidate("${key}") failed (${reason}): nothing was deleted and no other instance ` +
+          : `invalidate("${target}") failed (${reason}): nothing was deleted and no other instance ` +
             'was told; the old value may be served until its TTL. Call invalidate() again once ' +
-            'the store answers.',
+            'the store answers.'
+        : pending
+          ? `invalidateTags(): ${quoted(target)} not confirmed (${reason}). The new versions may ` +
+            'still be set; each one that is reaches every instance in the same step. Until then ' +
+            'values with these tags may be served: call invalidateTags() again with them to be sure.'
+          : `invalidateTags(): ${quoted(target)} failed (${reason}): no new version was set for ` +
+            'them and no other instance was told; values with these tags may be served until ' +
+            'their TTL. Call invalidateTags() again with them once the store answers.',
       { cause },
     );
+    if (typeof target !== 'string') this.tags = target;
   }
+}
+
+function quoted(tags: string[]): string {
+  return `${tags.length === 1 ? 'tag' : 'tags'} ${tags.map((tag) => JSON.stringify(tag)).join(', ')}`;
 }

@@ -1,5 +1,7 @@
+import type { Clock } from './clock';
 import { StampedeInvalidationError, StoreUnavailableError } from './errors';
-import type { StampedeStore } from './store';
+import type { InvalidationMessage, StampedeStore } from './store';
+import type { TagVersions } from './tag-versions';
 
 /**
  * Deletes `key` in the store and tells the other instances: in one atomic step when the store
@@ -16,7 +18,46 @@ export async function invalidateInStore(store: StampedeStore, key: string): Prom
       await store.broadcast?.({ keys: [key] });
     }
   } catch (err) {
-    const pending = err instanceof StoreUnavailableError ? err.maybeApplied : true;
-    throw new StampedeInvalidationError(key, pending, err);
+    throw new StampedeInvalidationError(key, mayStillHappen(err), err);
   }
+}
+
+/**
+ * Gives each of `tags` a new version and tells the other instances, tag by tag (on a Cluster each
+ * tag lives on its own node): in one atomic step when the store has `invalidateTags`, else a
+ * bump, then a broadcast; without a shared version, one from this process's clock. `apply` gets
+ * each version the store confirmed. If a tag is not confirmed, rejects with a
+ * StampedeInvalidationError naming those tags and saying whether they may still be invalidated.
+ */
+export async function invalidateTagsInStore(
+  store: StampedeStore,
+  tags: string[],
+  known: TagVersions,
+  clock: Clock,
+  apply: (message: InvalidationMessage) => void,
+): Promise<void> {
+  const invalidateTag = async (tag: string): Promise<void> => {
+    // Above the version known here: a store whose clock went back still moves it on.
+    const floor = known.next(tag);
+    if (store.invalidateTags) {
+      const [version] = await store.invalidateTags([tag], [floor]);
+      apply({ tags: { [tag]: version } });
+      return;
+    }
+    const [version] = store.bumpTags
+      ? await store.bumpTags([tag], [floor])
+      : [known.next(tag, clock.now())];
+    apply({ tags: { [tag]: version } });
+    await store.broadcast?.({ tags: { [tag]: version } });
+  };
+  const results = await Promise.allSettled(tags.map(invalidateTag));
+  const failed = tags.filter((_, i) => results[i].status === 'rejected');
+  if (failed.length === 0) return;
+  const errors = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
+  throw new StampedeInvalidationError(failed, errors.some(mayStillHappen), errors[0]);
+}
+
+/** Whether a failed store call may still be carried out (it was sent). */
+function mayStillHappen(err: unknown): boolean {
+  return err instanceof StoreUnavailableError ? err.maybeApplied : true;
 }

@@ -1,5 +1,5 @@
 import { StampedeEvents } from './events';
-import { InvalidationBusWatch } from './invalidation-bus';
+import { DEFAULT_MAX_STALE_MS, InvalidationBusWatch } from './invalidation-bus';
 
 describe('InvalidationBusWatch', () => {
   const watch = (maxStaleMs: number | undefined) => {
@@ -47,9 +47,10 @@ describe('InvalidationBusWatch', () => {
     expect(seen).toEqual([]);
   });
 
-  it('without L1 there is nothing to bound', () => {
+  it('without L1 the default bound still applies (to the tag versions)', () => {
     const bus = watch(undefined).bus();
     bus.changed(0, 0);
-    expect(bus.verifiedAfter(1_000_000)).toBeUndefined();
+    expect(bus.verifiedAfter(4_999)).toBeUndefined();
+    expect(bus.verifiedAfter(1_000_000)).toBe(1_000_000 - DEFAULT_MAX_STALE_MS);
   });
 });

@@ -5,18 +5,19 @@ import type { StampedeStore } from './store';
 export const DEFAULT_MAX_STALE_MS = 5000;
 
 /**
- * Whether this process receives the other instances' invalidations, and what L1 may serve
- * meanwhile. While the bus is down, an invalidation sent elsewhere is missed, so an L1 entry is
- * trusted for at most `maxStaleMs` after the later of the moment the bus went down (it missed
- * nothing before) and the moment the entry was stored or read from the store. An entry older
- * than that is read from the store again, which renews it.
+ * Whether this process receives the other instances' invalidations, and what it may trust
+ * meanwhile. While the bus is down, an invalidation sent elsewhere is missed, so an L1 entry,
+ * and a tag version known here (with L1 or without), is trusted for at most `maxStaleMs` after
+ * the later of the moment the bus went down (it missed nothing before) and the moment it was
+ * last read from the store. An older one is read from the store again, which renews it.
  */
 export class InvalidationBusWatch {
   private downSince: number | undefined;
   private reported = false;
   private readonly store: string;
-  /** The bound of the in-process tier; undefined without one. */
-  private readonly maxStaleMs: number | undefined;
+  /** `l1.maxStaleMs`; the default without L1, where it bounds the tag versions alone. */
+  private readonly maxStaleMs: number;
+  private readonly hasL1: boolean;
 
   /** Starts from the store's state, without an event (nobody listens yet). */
   constructor(
@@ -26,7 +27,8 @@ export class InvalidationBusWatch {
     private readonly logger?: { warn(message: string): void },
   ) {
     this.store = store.name;
-    this.maxStaleMs = l1 && (l1.maxStaleMs ?? DEFAULT_MAX_STALE_MS);
+    this.maxStaleMs = l1?.maxStaleMs ?? DEFAULT_MAX_STALE_MS;
+    this.hasL1 = l1 !== undefined;
     this.downSince = store.invalidationsDownSince?.();
   }
 
@@ -38,9 +40,8 @@ export class InvalidationBusWatch {
       this.reported = true;
       this.logger?.warn(
         `${this.store} invalidation bus down: invalidations from other instances are missed until it reconnects` +
-          (this.maxStaleMs === undefined
-            ? ''
-            : `; in-process values are read from the store again once ${this.maxStaleMs} ms old (l1.maxStaleMs)`),
+          `; ${this.hasL1 ? 'in-process values and tag versions are' : 'tag versions are'} read ` +
+          `from the store again once ${this.maxStaleMs} ms old (l1.maxStaleMs)`,
       );
       this.events.emit('stampede.bus.down', { store: this.store });
       return;
@@ -54,12 +55,12 @@ export class InvalidationBusWatch {
   }
 
   /**
-   * The time an L1 entry must have been verified after to be served at `now`; undefined when
-   * every entry may be served (the bus is up, or went down less than `maxStaleMs` ago).
+   * The time an L1 entry or a tag version must have been read from the store after to be trusted
+   * at `now`; undefined when all may be (the bus is up, or went down less than `maxStaleMs` ago).
    */
   verifiedAfter(now: number): number | undefined {
     const bound = this.maxStaleMs;
-    if (bound === undefined || this.downSince === undefined || now - this.downSince < bound) {
+    if (this.downSince === undefined || now - this.downSince < bound) {
       return undefined;
     }
     return now - bound;

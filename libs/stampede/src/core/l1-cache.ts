@@ -8,8 +8,8 @@ export interface L1Limits {
   maxBytes: number;
   /**
    * While invalidations cannot be received (the store's subscriber is down), the longest an
-   * entry is served without reading the store again (ms). Without it, entries are served as long
-   * as they are fresh.
+   * entry or a tag version is trusted without reading the store again (ms). Default 5000 (see
+   * invalidation-bus.ts, which also applies it to tag versions without L1).
    */
   maxStaleMs?: number;
 }

@@ -4,7 +4,7 @@ import { Clock, RandomSource, systemClock, systemRandom } from './clock';
 import { defaultCodec, encodedSize, Envelope, EnvelopeCodec } from './envelope';
 import { StampedeSerializationError, StampedeTimeoutError } from './errors';
 import { keyPattern, StampedeEvents } from './events';
-import { invalidateInStore } from './invalidate';
+import { invalidateInStore, invalidateTagsInStore } from './invalidate';
 import { InvalidationBusWatch } from './invalidation-bus';
 import { jitterTtl } from './jitter';
 import { L1Cache, L1Limits } from './l1-cache';
@@ -109,6 +109,8 @@ export class StampedeEngine {
   private readonly codec: EnvelopeCodec;
   private readonly l1?: L1Cache;
   private readonly tags = new TagVersions();
+  /** Tag versions being read from the store: one read per tag at a time. */
+  private readonly tagFetches = new SingleFlight<void>();
   private readonly flights = new SingleFlight<Outcome<unknown>>();
   /** Lock attempts, waits and loads shared by concurrent lock-path callers of one key. */
   private readonly lockFlights = new SingleFlight<unknown>();
@@ -234,19 +236,16 @@ export class StampedeEngine {
     this.forget(key); // a call here may have read the old value again before the delete ran
   }
 
-  /** Invalidates every value stamped with one of `tags`, on every instance. */
+  /**
+   * Invalidates every value stamped with one of `tags`, on every instance; rejects with a
+   * StampedeInvalidationError naming the tags the store did not confirm (see invalidate.ts).
+   */
   async invalidateTags(tags: string[]): Promise<void> {
     checkTags(tags, 'StampedeService.invalidateTags');
     if (tags.length === 0) return;
-    // Above the versions known here: a store whose clock went back still moves them on.
-    const floors = tags.map((tag) => this.tags.next(tag));
-    const versions = this.store.bumpTags
-      ? await this.store.bumpTags(tags, floors)
-      : tags.map((tag) => this.tags.next(tag, this.clock.now()));
-    const bumped: Record<string, number> = {};
-    tags.forEach((tag, i) => (bumped[tag] = versions[i]));
-    this.apply({ tags: bumped });
-    await this.store.broadcast?.({ tags: bumped });
+    await invalidateTagsInStore(this.store, tags, this.tags, this.clock, (message) =>
+      this.apply(message),
+    );
   }
 
   /** Entries and size of the in-process tier. */
@@ -290,10 +289,12 @@ export class StampedeEngine {
     tags: string[] | undefined,
   ): Envelope<T> | undefined {
     if (!this.l1 || !policy.cache || !policy.l1) return undefined;
-    if (tags?.length && this.tags.missing(tags).length > 0) return undefined;
     const now = this.clock.now();
-    // While invalidations are missed, an entry not verified lately is read from the store again.
-    const envelope = this.l1.get<T>(key, now, this.bus.verifiedAfter(now));
+    // While invalidations are missed, an entry or a tag version not verified lately is read from
+    // the store again.
+    const verifiedAfter = this.bus.verifiedAfter(now);
+    if (tags?.length && this.tags.missing(tags, verifiedAfter).length > 0) return undefined;
+    const envelope = this.l1.get<T>(key, now, verifiedAfter);
     if (!envelope || envelope.e <= now) return undefined;
     if (!this.tags.valid(envelope.t)) {
       this.l1.delete(key);
@@ -302,25 +303,32 @@ export class StampedeEngine {
     return envelope;
   }
 
-  /** The versions of `tags`; a tag seen for the first time here is read from the store once. */
+  /**
+   * The versions of `tags`; a tag seen for the first time here is read from the store once (and,
+   * while the bus is down, again once per `maxStaleMs`).
+   */
   private async tagStamp(tags: string[], m: MethodMetrics): Promise<Record<string, number>> {
-    const missing = this.tags.missing(tags);
+    const missing = this.tags.missing(tags, this.bus.verifiedAfter(this.clock.now()));
     if (missing.length > 0) {
       const wasDown = this.storeDownSince !== undefined;
       try {
-        const versions = this.store.tagVersions
-          ? await this.store.tagVersions(
-              missing,
-              missing.map((tag) => this.tags.next(tag)),
-            )
-          : missing.map((tag) => this.tags.next(tag, this.clock.now()));
+        await Promise.all(
+          missing.map((tag) => this.tagFetches.run(tag, () => this.fetchTag(tag)).promise),
+        );
         if (wasDown) this.storeAnswered();
-        missing.forEach((tag, i) => this.tags.learn(tag, versions[i]));
       } catch (err) {
         this.noteStoreError(err, m, 'using the tag versions known here');
       }
     }
     return this.tags.stamp(tags);
+  }
+
+  private async fetchTag(tag: string): Promise<void> {
+    const fetchedAt = this.clock.now();
+    const [version] = this.store.tagVersions
+      ? await this.store.tagVersions([tag], [this.tags.next(tag)])
+      : [this.tags.next(tag, fetchedAt)];
+    this.tags.learn(tag, version, fetchedAt);
   }
 
   /**
@@ -599,7 +607,9 @@ export class StampedeEngine {
       if (raw !== undefined) {
         this.hold(call, envelope, raw);
         this.schedule.stored(key, envelope.e);
-        await this.store.fill(key, envelope, ttl + policy.grace, token);
+        // The text encoded above is stored as it is when the store encodes with the same codec.
+        const text = this.store.codec === this.codec ? raw : undefined;
+        await this.store.fill(key, envelope, ttl + policy.grace, token, text);
       } else if (token) {
         await this.store.unlock(key, token);
       }

@@ -1,4 +1,4 @@
-import type { Envelope } from './envelope';
+import type { Envelope, EnvelopeCodec } from './envelope';
 
 /** Outcome of one atomic "read the value, else try to take the lock" step. */
 export type ReadOrLockResult<T = unknown> =
@@ -33,6 +33,8 @@ export interface StampedeStore {
   readonly name: string;
   /** True when locks and notifications reach other processes. */
   readonly distributed: boolean;
+  /** The codec of the stored texts, for a store that encodes: `fill` takes a text encoded with it. */
+  readonly codec?: EnvelopeCodec;
 
   get<T>(key: string): Promise<Envelope<T> | undefined>;
   set(key: string, envelope: Envelope, ttlMs: number): Promise<void>;
@@ -58,8 +60,11 @@ export interface StampedeStore {
   extendLock(key: string, token: string, lockTtlMs: number): Promise<boolean>;
   /** Deletes the lock if `token` still holds it, and wakes waiters. */
   unlock(key: string, token: string): Promise<boolean>;
-  /** Stores the value; with `token`, also releases that lock and wakes waiters, in one step. */
-  fill(key: string, envelope: Envelope, ttlMs: number, token?: string): Promise<void>;
+  /**
+   * Stores the value; with `token`, also releases that lock and wakes waiters, in one step.
+   * `raw` is the envelope already encoded with the store's `codec`, when the caller has it.
+   */
+  fill(key: string, envelope: Envelope, ttlMs: number, token?: string, raw?: string): Promise<void>;
 
   /** Listens for the next fill or release of `key`'s lock. Wait for `ready`, then read, to miss nothing. */
   watch(key: string): FillWatch;
@@ -100,6 +105,13 @@ export interface StampedeStore {
    * microseconds (see core/tag-versions.ts); returns them.
    */
   bumpTags?(tags: string[], floors: number[]): Promise<number[]>;
+  /**
+   * Gives `tags` new versions (as `bumpTags`) and tells the other instances
+   * (`{ tags: { [tag]: version } }`) in one atomic step per tag, so that a version set late
+   * (after the call timed out) is broadcast too, and delivered to this process's listeners. A
+   * distributed store should have it; without it the flow bumps, then broadcasts.
+   */
+  invalidateTags?(tags: string[], floors: number[]): Promise<number[]>;
 
   /** Resolves when the backend answers. */
   ping(): Promise<void>;

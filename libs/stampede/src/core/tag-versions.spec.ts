@@ -56,4 +56,26 @@ describe('TagVersions', () => {
     expect(tags.missing(['a'])).toEqual([]);
     expect(tags.stamp(['a'])).toEqual({ a: 3 });
   });
+
+  it('while broadcasts are missed, a version not fetched since the given time must be fetched again', () => {
+    const tags = new TagVersions();
+    tags.learn('a', 3, 1_000); // fetched at 1000
+    tags.learn('b', 4); // broadcast: never fetched
+    expect(tags.missing(['a', 'b'])).toEqual([]); // the bus is up: no fetch
+    expect(tags.missing(['a', 'b'], 999)).toEqual(['b']);
+    expect(tags.missing(['a', 'b'], 1_000)).toEqual(['a', 'b']);
+    tags.learn('a', 3, 2_000); // fetched again, unchanged
+    expect(tags.missing(['a'], 1_000)).toEqual([]);
+    expect(tags.stamp(['a'])).toEqual({ a: 3 });
+  });
+
+  it('memory stays bounded by maxTags over any number of reconnects', () => {
+    const tags = new TagVersions(10);
+    for (let round = 0; round < 50; round++) {
+      for (let i = 0; i < 10; i++) tags.learn(`t${round}-${i}`, 1, round);
+      tags.reset(); // the subscriber reconnected
+    }
+    const { known, fetched, unverified } = tags.sizes;
+    expect(Math.max(known, fetched, unverified)).toBeLessThanOrEqual(10);
+  });
 });

@@ -98,7 +98,7 @@ export class RedisStore implements StampedeStore {
   private readonly timeoutMs: number;
   private readonly cooldownMs: number;
   private readonly clock: Clock;
-  private readonly codec: EnvelopeCodec;
+  readonly codec: EnvelopeCodec;
   private readonly subscriptions = new Map<string, Subscription>();
   private received = 0;
   /** Resolves once the invalidation bus is first subscribed. */
@@ -252,6 +252,31 @@ export class RedisStore implements StampedeStore {
     return this.tagScript(TAG_BUMP.name, tags, floors);
   }
 
+  /**
+   * TAG_BUMP and PUBLISH in one script per tag (on the tag's node, on a Cluster): a version set
+   * after the call gave up is broadcast all the same, and applied here too.
+   */
+  invalidateTags(tags: string[], floors: number[]): Promise<number[]> {
+    return Promise.all(
+      tags.map(async (tag, i) => {
+        // The text of busText({ tags: { [tag]: version } }), the version written by the script.
+        const before = `{"from":${JSON.stringify(this.instanceId)},"tags":{${JSON.stringify(tag)}:`;
+        const version = await this.call(
+          () =>
+            (this.client as ScriptClient)[TAG_BUMP.name](
+              this.keys.tag(tag),
+              floors[i],
+              this.keys.bus,
+              before,
+              '}}',
+            ),
+          (late) => this.deliver({ tags: { [tag]: Number(late) } }),
+        );
+        return Number(version);
+      }),
+    );
+  }
+
   /** One script call per tag: tags live in different slots on a Cluster. */
   private tagScript(name: string, tags: string[], floors: number[]): Promise<number[]> {
     return Promise.all(
@@ -299,10 +324,9 @@ export class RedisStore implements StampedeStore {
     return this.codec.decode<T>(await this.call(() => this.client.get(this.keys.value(key))));
   }
 
-  async set(key: string, envelope: Envelope, ttlMs: number): Promise<void> {
-    await this.call(() =>
-      this.client.set(this.keys.value(key), this.codec.encode(envelope), 'PX', ttlMs),
-    );
+  async set(key: string, envelope: Envelope, ttlMs: number, raw?: string): Promise<void> {
+    const text = raw ?? this.codec.encode(envelope);
+    await this.call(() => this.client.set(this.keys.value(key), text, 'PX', ttlMs));
   }
 
   async delete(key: string): Promise<void> {
@@ -427,13 +451,20 @@ export class RedisStore implements StampedeStore {
    * was marked as waited for. GETDEL releases the lock whoever holds it: a late holder's fill
    * stores a fresh value, so callers are served and no lock is left waiting for a fill.
    */
-  async fill(key: string, envelope: Envelope, ttlMs: number, token?: string): Promise<void> {
-    if (!token) return this.set(key, envelope, ttlMs);
+  async fill(
+    key: string,
+    envelope: Envelope,
+    ttlMs: number,
+    token?: string,
+    raw?: string,
+  ): Promise<void> {
+    if (!token) return this.set(key, envelope, ttlMs, raw);
+    const text = raw ?? this.codec.encode(envelope);
     const [, holder] = await this.call(() =>
       replies(
         this.client
           .pipeline()
-          .set(this.keys.value(key), this.codec.encode(envelope), 'PX', ttlMs)
+          .set(this.keys.value(key), text, 'PX', ttlMs)
           .getdel(this.keys.lock(key)),
       ),
     );

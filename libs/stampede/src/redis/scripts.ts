@@ -93,13 +93,20 @@ return v
 `,
 };
 
-/** KEYS[1] tag key; ARGV[1] floor. Sets a new version, above the current one, the floor and the server's clock; returns it. */
+/**
+ * KEYS[1] tag key; ARGV[1] floor; optionally ARGV[2] invalidation bus channel, ARGV[3] and
+ * ARGV[4] the message's text before and after the version. Sets a new version, above the current
+ * one, the floor and the server's clock, and with a channel tells the other instances in the same
+ * step (a version set late is broadcast all the same); returns it.
+ */
 export const TAG_BUMP = {
   name: 'stampedeTagBump',
   numberOfKeys: 1,
   lua: `${TAG_VERSION_OF}
 local v = math.max((version(redis.call('GET', KEYS[1])) or 0) + 1, least(ARGV[1]))
-redis.call('SET', KEYS[1], string.format('%.0f', v))
+local text = string.format('%.0f', v)
+redis.call('SET', KEYS[1], text)
+if ARGV[2] then redis.call('PUBLISH', ARGV[2], ARGV[3] .. text .. ARGV[4]) end
 return v
 `,
 };
