@@ -30,7 +30,8 @@ export interface StampedeModuleOptions {
    * 10,000 entries and 64 MB of encoded values. Kept coherent across instances by invalidation
    * messages (`invalidate`, `invalidateTags`); while they cannot be received (the subscriber is
    * disconnected), a value is served from L1 for at most `maxStaleMs` (default 5000) before it
-   * is read from Redis again. Default: none.
+   * is read from Redis again; the same bound applies to the tag versions known here (without L1,
+   * the default 5000). Default: none.
    */
   l1?: boolean | { maxEntries?: number; maxBytes?: number; maxStaleMs?: number };
   /**

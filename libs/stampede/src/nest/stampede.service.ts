@@ -117,7 +117,12 @@ export class StampedeService implements OnModuleInit, OnApplicationShutdown {
     return this.engine.invalidate(key);
   }
 
-  /** Drops every value stamped with one of `tags` (see the `tags` option), on every instance. */
+  /**
+   * Drops every value stamped with one of `tags` (see the `tags` option), on every instance: with
+   * Redis, each tag's new version and its broadcast are one step. When Redis does not confirm a
+   * tag, rejects with a StampedeInvalidationError naming those `tags`, whose `pending` says
+   * whether they may still be invalidated.
+   */
   invalidateTags(tags: string[]): Promise<void> {
     return this.engine.invalidateTags(tags);
   }
