@@ -23,7 +23,7 @@ export class CacheManagerStore implements StampedeStore {
   constructor(
     private readonly cache: CacheManagerLike,
     clock: Clock = systemClock,
-    private readonly codec: EnvelopeCodec = defaultCodec,
+    readonly codec: EnvelopeCodec = defaultCodec,
   ) {
     this.locks = new LocalLocks(clock);
   }
@@ -32,8 +32,8 @@ export class CacheManagerStore implements StampedeStore {
     return this.codec.decode<T>(await this.cache.get<string>(key));
   }
 
-  async set(key: string, envelope: Envelope, ttlMs: number): Promise<void> {
-    await this.cache.set(key, this.codec.encode(envelope), ttlMs);
+  async set(key: string, envelope: Envelope, ttlMs: number, raw?: string): Promise<void> {
+    await this.cache.set(key, raw ?? this.codec.encode(envelope), ttlMs);
   }
 
   async delete(key: string): Promise<void> {
@@ -65,9 +65,15 @@ export class CacheManagerStore implements StampedeStore {
     return this.locks.release(key, token);
   }
 
-  async fill(key: string, envelope: Envelope, ttlMs: number, token?: string): Promise<void> {
+  async fill(
+    key: string,
+    envelope: Envelope,
+    ttlMs: number,
+    token?: string,
+    raw?: string,
+  ): Promise<void> {
     try {
-      await this.set(key, envelope, ttlMs);
+      await this.set(key, envelope, ttlMs, raw);
     } finally {
       if (token) this.locks.release(key, token);
     }

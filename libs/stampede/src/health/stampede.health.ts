@@ -7,9 +7,9 @@ import { STAMPEDE_STORE } from '../nest/stampede.constants';
 
 /**
  * Terminus indicator: up when the store answers a ping within `timeout` ms (default 1000). A
- * store with an invalidation bus (Redis) also says whether it receives the other instances'
- * invalidations (`invalidationBus: 'up' | 'down'`, and since when): a bus that is down leaves
- * the check up, since calls are still answered (see `l1.maxStaleMs`).
+ * store with an invalidation bus (Redis) says when it does not receive the other instances'
+ * invalidations (`invalidationBus: 'down'`, and since when): a bus that is down leaves the
+ * check up, since calls are still answered (see `l1.maxStaleMs`).
  * Use: `() => this.stampedeHealth.isHealthy('cache')` in a HealthCheckService.check([...]).
  */
 @Injectable()
@@ -63,10 +63,9 @@ export class StampedeHealthIndicator implements OnModuleInit {
     }
   }
 
-  private busDetails(): { invalidationBus?: 'up' | 'down'; invalidationBusDownMs?: number } {
-    if (!this.store.invalidationsDownSince) return {};
-    const since = this.store.invalidationsDownSince();
-    if (since === undefined) return { invalidationBus: 'up' };
+  private busDetails(): { invalidationBus?: 'down'; invalidationBusDownMs?: number } {
+    const since = this.store.invalidationsDownSince?.();
+    if (since === undefined) return {};
     return { invalidationBus: 'down', invalidationBusDownMs: Math.max(0, Date.now() - since) };
   }
 }
