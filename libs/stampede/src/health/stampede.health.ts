@@ -7,9 +7,9 @@ import { STAMPEDE_STORE } from '../nest/stampede.constants';
 
 /**
  * Terminus indicator: up when the store answers a ping within `timeout` ms (default 1000). A
- * store with an invalidation bus (Redis) says when it does not receive the other instances'
- * invalidations (`invalidationBus: 'down'`, and since when): a bus that is down leaves the
- * check up, since calls are still answered (see `l1.maxStaleMs`).
+ * store with an invalidation bus (Redis) that answers says when it does not receive the other
+ * instances' invalidations (`invalidationBus: 'down'`, and since when): a bus that is down leaves
+ * the check up, since calls are still answered (see `l1.maxStaleMs`).
  * Use: `() => this.stampedeHealth.isHealthy('cache')` in a HealthCheckService.check([...]).
  */
 @Injectable()
@@ -56,7 +56,6 @@ export class StampedeHealthIndicator implements OnModuleInit {
       return indicator.down({
         store: this.store.name,
         message: err instanceof Error ? err.message : String(err),
-        ...this.busDetails(),
       });
     } finally {
       clearTimeout(timer);
