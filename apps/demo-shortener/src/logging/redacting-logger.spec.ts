@@ -1,4 +1,4 @@
-import { redactCredentials } from './redacting-logger';
+import { RedactingLogger, redactCredentials } from './redacting-logger';
 
 describe('redactCredentials', () => {
   it.each([
@@ -23,5 +23,42 @@ describe('redactCredentials', () => {
     'mailto:someone@example.com',
   ])('leaves %s as it is (no user info)', (text) => {
     expect(redactCredentials(text)).toBe(text);
+  });
+});
+
+describe('RedactingLogger', () => {
+  const printed = (log: (logger: RedactingLogger) => void): string => {
+    const lines: string[] = [];
+    const out = jest.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+      lines.push(String(chunk));
+      return true;
+    });
+    const err = jest.spyOn(process.stderr, 'write').mockImplementation((chunk) => {
+      lines.push(String(chunk));
+      return true;
+    });
+    try {
+      log(new RedactingLogger(['log', 'error']));
+    } finally {
+      out.mockRestore();
+      err.mockRestore();
+    }
+    return lines.join('');
+  };
+
+  it('redacts messages, and the stack of an error', () => {
+    const text = printed((logger) => {
+      logger.log('cache redis://default:pw1@h:6379', 'Ctx');
+      logger.error('failed', 'Error: at postgres://u:pw2@db/x', 'Ctx');
+    });
+    expect(text).toContain('redis://***@h:6379');
+    expect(text).toContain('postgres://***@db/x');
+    expect(text).not.toMatch(/pw1|pw2/);
+  });
+
+  it('logs an error without a stack (it used to throw, killing the process)', () => {
+    expect(printed((logger) => logger.error('XREADGROUP failed: UNBLOCKED'))).toContain(
+      'XREADGROUP failed: UNBLOCKED',
+    );
   });
 });

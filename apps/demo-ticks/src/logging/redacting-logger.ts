@@ -19,7 +19,8 @@ export class RedactingLogger extends ConsoleLogger {
     return redactCredentials(super.formatMessage(...args));
   }
 
-  protected override printStackTrace(stack: string): void {
-    super.printStackTrace(redactCredentials(stack));
+  // Nest calls it with no stack too (`logger.error(message)`).
+  protected override printStackTrace(stack: string | undefined): void {
+    super.printStackTrace((stack && redactCredentials(stack)) as string);
   }
 }
