@@ -94,6 +94,19 @@ describe('the ticks page (headless Chromium)', () => {
     return last as T;
   }
 
+  /** `promise`, or an error naming `what` if it has not settled after `ms`. */
+  async function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what} did not return within ${ms} ms`)), ms);
+    });
+    try {
+      return await Promise.race([promise, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   beforeAll(async () => {
     redis = new Redis(REDIS_URL);
     ticks = await startTicksApp(testConfig(prefix));
@@ -374,8 +387,8 @@ describe('the ticks page (headless Chromium)', () => {
       res.on('data', (chunk: string) => (received += chunk));
       const ended = new Promise<void>((resolve) => res.on('end', resolve));
       await waitFor('the first stats event', () => /^event: stats$/m.test(received), PAGE_WAIT_MS);
-      await ticks.close();
-      await ended;
+      await within(PAGE_WAIT_MS, 'app.close()', ticks.close());
+      await within(5000, 'the end of the event stream', ended);
     } finally {
       agent.destroy();
     }

@@ -33,6 +33,12 @@ export const SHUTDOWN_WAIT_MS = 2000;
 /** Candles of the first message (the chart's history). */
 export const CHART_CANDLES = 500;
 
+/** What the feed needs of a page's HTTP response: to know when it closed, and to cut it. */
+export interface PageResponse {
+  once(event: 'close', listener: () => void): unknown;
+  destroy(): void;
+}
+
 /**
  * What the page's event stream (`GET /_/events`) carries. The consumer's batch handler reports
  * the symbols it folded ticks of (`applied`); a shared timer hands the set collected since its
@@ -53,8 +59,8 @@ export class TicksLiveFeed implements BeforeApplicationShutdown {
   private touched = new Set<string>();
   private previous?: ConsumerSample;
   private readonly closing$ = new ReplaySubject<void>(1);
-  /** The open pages' responses, until they close. */
-  private readonly responses = new Set<Promise<void>>();
+  /** The open pages' responses, until they close, each with the promise of its close. */
+  private readonly responses = new Map<PageResponse, Promise<void>>();
 
   /** Symbols changed since the previous turn; one timer, shared by the open pages. */
   private readonly changes$: Observable<ReadonlySet<string>> = interval(PUSH_INTERVAL_MS).pipe(
@@ -89,16 +95,17 @@ export class TicksLiveFeed implements BeforeApplicationShutdown {
 
   /**
    * The events of one page, for `symbol` (none yet: prices and stats only) and `interval`.
-   * `closed`: settles once the page's response is closed (awaited at shutdown).
+   * `response`: the page's HTTP response, awaited (and cut if it lingers) at shutdown.
    */
   events(
     symbol: string | undefined,
     candleInterval: IntervalName,
-    closed?: Promise<void>,
+    response?: PageResponse,
   ): Observable<MessageEvent> {
-    if (closed) {
-      this.responses.add(closed);
-      void closed.then(() => this.responses.delete(closed));
+    if (response) {
+      const closed = new Promise<void>((resolve) => response.once('close', resolve));
+      this.responses.set(response, closed);
+      void closed.then(() => this.responses.delete(response));
     }
     let full = true; // the next read is the complete first message
     const updates = this.changes$.pipe(
@@ -122,18 +129,20 @@ export class TicksLiveFeed implements BeforeApplicationShutdown {
 
   /**
    * Ends every page's stream, and waits (at most SHUTDOWN_WAIT_MS) until their responses are
-   * closed: the HTTP server, closed next, only closes the connections idle at that moment, and a
-   * keep-alive one whose response ends later would hold `app.close()` for its keep-alive timeout.
+   * closed; the ones still open then are cut. The HTTP server, closed next, only closes the
+   * connections idle at that moment: a keep-alive one whose response ended later would hold
+   * `app.close()` for its keep-alive timeout.
    */
   async beforeApplicationShutdown(): Promise<void> {
     this.closing$.next();
     this.closing$.complete();
     let timer: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([
-      Promise.all(this.responses),
+      Promise.all(this.responses.values()),
       new Promise((resolve) => (timer = setTimeout(resolve, SHUTDOWN_WAIT_MS))),
     ]);
     clearTimeout(timer);
+    for (const response of this.responses.keys()) response.destroy();
   }
 
   private drain(): ReadonlySet<string> {

@@ -11,7 +11,7 @@ import {
 } from '@nestjs/common';
 import { Observable } from 'rxjs';
 import { parseIntervalParam, parseSymbolParam } from '../http/symbols.controller';
-import { TicksLiveFeed } from './live-feed';
+import { PageResponse, TicksLiveFeed } from './live-feed';
 import { PageAssets, PageFileName } from './page-assets';
 
 /**
@@ -85,14 +85,12 @@ export class PageController {
   events(
     @Query('symbol') symbol: unknown,
     @Query('interval') interval: unknown,
-    @Req() request: { res?: { once(event: 'close', listener: () => void): unknown } },
+    @Req() request: { res?: PageResponse },
   ): Observable<MessageEvent> {
     const candleInterval = parseIntervalParam(interval);
     const chosen = symbol === undefined || symbol === '' ? undefined : parseSymbolParam(symbol);
     // The response (Express's `req.res`), so that shutdown can wait for it to close.
-    const response = request.res;
-    const closed = response && new Promise<void>((resolve) => response.once('close', resolve));
-    return this.feed.events(chosen, candleInterval, closed);
+    return this.feed.events(chosen, candleInterval, request.res);
   }
 
   private file(name: PageFileName): string {
