@@ -32,6 +32,7 @@ import {
   RedisStreamsBatchContext,
   RedisStreamsServerOptions,
   ServerRedisStreams,
+  StreamEventPattern,
 } from '@nest-redis-resilience/stream-batch-ack';
 import { ChildMessage, ConsumerConfig, ConsumerResult, ParentMessage, Tick } from './protocol';
 import { Recorder } from './recorder';
@@ -42,7 +43,7 @@ const send = (msg: ChildMessage) => process.send!(msg);
 function perMessageController(stream: string, recorder: Recorder) {
   @Controller()
   class TicksController {
-    @EventPattern(stream)
+    @StreamEventPattern(stream)
     onTick(@Payload() tick: Tick): void {
       recorder.record(tick);
     }
@@ -53,7 +54,7 @@ function perMessageController(stream: string, recorder: Recorder) {
 function batchController(stream: string, recorder: Recorder) {
   @Controller()
   class TicksBatchController {
-    @EventPattern(stream, { batch: true })
+    @StreamEventPattern(stream, { batch: true })
     onTicks(@Payload() ticks: Tick[], @Ctx() _ctx: RedisStreamsBatchContext): void {
       for (let i = 0; i < ticks.length; i++) recorder.record(ticks[i]);
     }

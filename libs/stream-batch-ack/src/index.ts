@@ -102,6 +102,10 @@ export {
 } from './telemetry/redis-streams.telemetry-events';
 export { METRIC as REDIS_STREAMS_METRICS } from './telemetry/telemetry.names';
 export { Idempotent } from './nest/idempotent.decorator';
+export {
+  StreamEventPattern,
+  type StreamEventPatternOptions,
+} from './nest/stream-event-pattern.decorator';
 export { RedisStreamsErrorInterceptor } from './nest/redis-streams-error.interceptor';
 export { IDEMPOTENT_METADATA } from './nest/redis-streams.constants';
 export { RedisStreamsModule } from './nest/redis-streams.module';

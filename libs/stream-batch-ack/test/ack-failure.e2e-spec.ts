@@ -1,7 +1,11 @@
 import { Controller, INestMicroservice } from '@nestjs/common';
-import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import { Ctx, Payload } from '@nestjs/microservices';
 import { Redis } from 'ioredis';
-import { RedisStreamsContext, ServerRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
+import {
+  RedisStreamsContext,
+  ServerRedisStreams,
+  StreamEventPattern,
+} from '@nest-redis-resilience/stream-batch-ack';
 import { DedicatedRedis, startRedisServer } from './support/redis-server';
 import {
   pendingCount,
@@ -21,7 +25,7 @@ const handled = new Map<string, number>();
 
 @Controller()
 class CountingController {
-  @EventPattern(STREAM)
+  @StreamEventPattern(STREAM)
   handle(@Payload() _data: unknown, @Ctx() ctx: RedisStreamsContext) {
     handled.set(ctx.id, (handled.get(ctx.id) ?? 0) + 1);
   }

@@ -10,6 +10,7 @@ import {
   RedisStreamsServerOptions,
   ServerRedisStreams,
   StreamBatchAckConfigError,
+  StreamEventPattern,
 } from '@nest-redis-resilience/stream-batch-ack';
 import {
   deleteKeys,
@@ -32,7 +33,7 @@ const DECODED = `${prefix}decoded`;
 const batches: { payloads: unknown[]; ids: string[]; headers: unknown[] }[] = [];
 @Controller()
 class MixedController {
-  @EventPattern(MIXED, { batch: true })
+  @StreamEventPattern(MIXED, { batch: true })
   handle(@Payload() payloads: unknown[], @Ctx() ctx: RedisStreamsBatchContext) {
     batches.push({
       payloads,
@@ -45,7 +46,7 @@ class MixedController {
 const keyed: string[] = [];
 @Controller()
 class KeyedController {
-  @EventPattern(KEYED)
+  @StreamEventPattern(KEYED)
   @Idempotent({ key: (order: { orderId: string }) => order.orderId.toLowerCase() })
   handle(@Payload() order: { orderId: string }) {
     keyed.push(order.orderId);
@@ -55,7 +56,7 @@ class KeyedController {
 const decoded: unknown[] = [];
 @Controller()
 class DecodedController {
-  @EventPattern(DECODED)
+  @StreamEventPattern(DECODED)
   handle(@Payload() data: unknown) {
     decoded.push(data);
   }

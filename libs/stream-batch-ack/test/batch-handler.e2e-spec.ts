@@ -6,6 +6,7 @@ import {
   RedisStreamsContext,
   RedisStreamsServerOptions,
   ServerRedisStreams,
+  StreamEventPattern,
 } from '@nest-redis-resilience/stream-batch-ack';
 import { DedicatedRedis, startRedisServer } from './support/redis-server';
 import {
@@ -66,7 +67,7 @@ function deliveriesByN(stream: string): Map<number, number[]> {
 
 @Controller()
 class ShapeController {
-  @EventPattern(SHAPE, { batch: true })
+  @StreamEventPattern(SHAPE, { batch: true })
   handle(@Payload() ticks: Tick[], @Ctx() ctx: RedisStreamsBatchContext) {
     record(SHAPE, ticks, ctx);
   }
@@ -75,7 +76,7 @@ class ShapeController {
 const FAIL_ONCE = new Set([3, 7]);
 @Controller()
 class PartialController {
-  @EventPattern(PARTIAL, { batch: true })
+  @StreamEventPattern(PARTIAL, { batch: true })
   handle(@Payload() ticks: Tick[], @Ctx() ctx: RedisStreamsBatchContext) {
     record(PARTIAL, ticks, ctx);
     ticks.forEach((t, i) => {
@@ -88,7 +89,7 @@ class PartialController {
 let throwsCalls = 0;
 @Controller()
 class ThrowingController {
-  @EventPattern(THROWS, { batch: true })
+  @StreamEventPattern(THROWS, { batch: true })
   async handle(@Payload() ticks: Tick[], @Ctx() ctx: RedisStreamsBatchContext) {
     record(THROWS, ticks, ctx);
     if (++throwsCalls === 1) throw new Error('the whole batch failed');
@@ -97,7 +98,7 @@ class ThrowingController {
 
 @Controller()
 class CountedController {
-  @EventPattern(COUNTED, { batch: true })
+  @StreamEventPattern(COUNTED, { batch: true })
   handle(@Payload() ticks: Tick[], @Ctx() ctx: RedisStreamsBatchContext) {
     record(COUNTED, ticks, ctx);
     ticks.forEach((t, i) => {
@@ -109,12 +110,12 @@ class CountedController {
 const singles: { payload: unknown; ctx: RedisStreamsContext }[] = [];
 @Controller()
 class MixedController {
-  @EventPattern(MIXED_BATCH, { batch: true })
+  @StreamEventPattern(MIXED_BATCH, { batch: true })
   handleBatch(@Payload() ticks: Tick[], @Ctx() ctx: RedisStreamsBatchContext) {
     record(MIXED_BATCH, ticks, ctx);
   }
 
-  @EventPattern(MIXED_SINGLE)
+  @StreamEventPattern(MIXED_SINGLE)
   handleOne(@Payload() tick: Tick, @Ctx() ctx: RedisStreamsContext) {
     singles.push({ payload: tick, ctx });
   }

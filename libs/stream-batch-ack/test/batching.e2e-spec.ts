@@ -1,7 +1,11 @@
 import { Controller, INestMicroservice } from '@nestjs/common';
-import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import { Ctx, Payload } from '@nestjs/microservices';
 import { Redis } from 'ioredis';
-import { RedisStreamsContext, ServerRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
+import {
+  RedisStreamsContext,
+  ServerRedisStreams,
+  StreamEventPattern,
+} from '@nest-redis-resilience/stream-batch-ack';
 import { DedicatedRedis, startRedisServer } from './support/redis-server';
 import {
   pendingCount,
@@ -23,7 +27,7 @@ const handledAt = new Map<string, number>();
 
 @Controller()
 class TicksController {
-  @EventPattern(COUNT_STREAM)
+  @StreamEventPattern(COUNT_STREAM)
   onCount(@Payload() data: { n: number }, @Ctx() ctx: RedisStreamsContext) {
     const list = handled.get(ctx.stream) ?? [];
     list.push(ctx.id);
@@ -31,7 +35,7 @@ class TicksController {
     expect(typeof data.n).toBe('number');
   }
 
-  @EventPattern(TIME_STREAM)
+  @StreamEventPattern(TIME_STREAM)
   async onTime(@Payload() _data: unknown, @Ctx() ctx: RedisStreamsContext) {
     const list = handled.get(ctx.stream) ?? [];
     list.push(ctx.id);

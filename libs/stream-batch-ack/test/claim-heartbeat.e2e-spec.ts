@@ -1,10 +1,11 @@
 import { Controller, INestMicroservice } from '@nestjs/common';
-import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import { Ctx, Payload } from '@nestjs/microservices';
 import { Redis } from 'ioredis';
 import {
   RedisStreamsBatchContext,
   RedisStreamsContext,
   RedisStreamsServerOptions,
+  StreamEventPattern,
 } from '@nest-redis-resilience/stream-batch-ack';
 import {
   deleteKeys,
@@ -36,14 +37,14 @@ const hung: string[] = [];
 
 @Controller()
 class SlowController {
-  @EventPattern(SLOW)
+  @StreamEventPattern(SLOW)
   async slow(@Payload() data: { n: number }, @Ctx() ctx: RedisStreamsContext) {
     runs.push({ stream: SLOW, id: ctx.id, consumer: ctx.consumer, deliveries: ctx.deliveries });
     await sleep(HANDLER_MS);
     await effects.hincrby(EFFECTS, `${SLOW}:${data.n}`, 1);
   }
 
-  @EventPattern(SLOW_BATCH, { batch: true })
+  @StreamEventPattern(SLOW_BATCH, { batch: true })
   async slowBatch(@Payload() batch: { n: number }[], @Ctx() ctx: RedisStreamsBatchContext) {
     for (const e of ctx.entries)
       runs.push({ stream: SLOW_BATCH, id: e.id, consumer: ctx.consumer, deliveries: e.deliveries });
@@ -52,19 +53,19 @@ class SlowController {
   }
 
   /** Fast; its acks wait in the batcher (ack.intervalMs) far longer than claim.minIdleMs. */
-  @EventPattern(QUEUED)
+  @StreamEventPattern(QUEUED)
   async queued(@Payload() data: { n: number }, @Ctx() ctx: RedisStreamsContext) {
     runs.push({ stream: QUEUED, id: ctx.id, consumer: ctx.consumer, deliveries: ctx.deliveries });
     await effects.hincrby(EFFECTS, `${QUEUED}:${data.n}`, 1);
   }
 
-  @EventPattern(TAKEN)
+  @StreamEventPattern(TAKEN)
   async taken(@Payload() _data: { n: number }, @Ctx() ctx: RedisStreamsContext) {
     runs.push({ stream: TAKEN, id: ctx.id, consumer: ctx.consumer, deliveries: ctx.deliveries });
     await sleep(HANDLER_MS);
   }
 
-  @EventPattern(HANGS)
+  @StreamEventPattern(HANGS)
   async hangs(@Payload() data: { n: number }, @Ctx() ctx: RedisStreamsContext) {
     runs.push({ stream: HANGS, id: ctx.id, consumer: ctx.consumer, deliveries: ctx.deliveries });
     if (ctx.consumer === 'dying') {

@@ -1,5 +1,5 @@
 import { Controller, INestMicroservice } from '@nestjs/common';
-import { Ctx, EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
+import { Ctx, MessagePattern, Payload } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { Cluster } from 'ioredis';
 import { keySlot } from '../src/redis/keys';
@@ -9,6 +9,7 @@ import {
   RedisStreamsBatchContext,
   RedisStreamsContext,
   ServerRedisStreams,
+  StreamEventPattern,
 } from '@nest-redis-resilience/stream-batch-ack';
 import { ThrowawayCluster } from '../../../test/support/throwaway-cluster';
 import { startMicroservice, waitFor } from './support/helpers';
@@ -24,15 +25,15 @@ const handled = new Map<string, number>(); // `${stream} ${id}` -> runs
 
 @Controller()
 class ClusterController {
-  @EventPattern(A1)
+  @StreamEventPattern(A1)
   a1(@Payload() _d: unknown, @Ctx() ctx: RedisStreamsContext) {
     this.count(ctx);
   }
-  @EventPattern(A2)
+  @StreamEventPattern(A2)
   a2(@Payload() _d: unknown, @Ctx() ctx: RedisStreamsContext) {
     this.count(ctx);
   }
-  @EventPattern(B)
+  @StreamEventPattern(B)
   b(@Payload() data: { fail?: boolean }, @Ctx() ctx: RedisStreamsContext) {
     this.count(ctx);
     if (data.fail) throw new Error('poison');
@@ -50,11 +51,11 @@ const batches: { stream: string; ids: string[]; records: string[] }[] = [];
 
 @Controller()
 class ClusterBatchController {
-  @EventPattern(C1, { batch: true })
+  @StreamEventPattern(C1, { batch: true })
   c1(@Payload() _d: unknown[], @Ctx() ctx: RedisStreamsBatchContext) {
     this.record(ctx);
   }
-  @EventPattern(C2, { batch: true })
+  @StreamEventPattern(C2, { batch: true })
   c2(@Payload() _d: unknown[], @Ctx() ctx: RedisStreamsBatchContext) {
     this.record(ctx);
   }
@@ -133,7 +134,7 @@ describe('Redis Cluster: one reader per hash slot (throwaway 3-node cluster)', (
   it('refuses to start when a stream and its dead-letter stream are in different slots, and says what to do', async () => {
     @Controller()
     class Untagged {
-      @EventPattern('sba-untagged-stream')
+      @StreamEventPattern('sba-untagged-stream')
       handle() {}
     }
     const moduleRef = await Test.createTestingModule({ controllers: [Untagged] }).compile();

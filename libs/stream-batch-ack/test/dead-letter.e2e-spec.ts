@@ -8,6 +8,7 @@ import {
   ClientRedisStreams,
   RedisStreamsContext,
   RedisStreamsModule,
+  StreamEventPattern,
 } from '@nest-redis-resilience/stream-batch-ack';
 import {
   deleteKeys,
@@ -30,14 +31,14 @@ const received: { payload: unknown; id: string }[] = [];
 
 @Controller()
 class OrdersController {
-  @EventPattern(STREAM)
+  @StreamEventPattern(STREAM)
   async handle(@Payload() order: { n: number; poison?: boolean }, @Ctx() ctx: RedisStreamsContext) {
     attempts.set(order.n, [...(attempts.get(order.n) ?? []), ctx.deliveries]);
     await new Promise((r) => setImmediate(r));
     if (order.poison) throw new Error(`cannot process order ${order.n}`);
   }
 
-  @EventPattern(FORMATS)
+  @StreamEventPattern(FORMATS)
   handleFormats(@Payload() payload: unknown, @Ctx() ctx: RedisStreamsContext) {
     received.push({ payload, id: ctx.id });
   }

@@ -1,11 +1,12 @@
 import { Controller, INestMicroservice } from '@nestjs/common';
-import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import { Ctx, Payload } from '@nestjs/microservices';
 import { Cluster, Redis } from 'ioredis';
 import {
   DeadLetters,
   RedisStreamsContext,
   RedisStreamsModule,
   ServerRedisStreams,
+  StreamEventPattern,
 } from '@nest-redis-resilience/stream-batch-ack';
 import { partitionCountKey, partitionStreams } from '../src/partitions/partition-layout';
 import { keySlot } from '../src/redis/keys';
@@ -339,7 +340,7 @@ const runs: { n: number; id: string; deliveries: number; ok: boolean }[] = [];
 
 @Controller()
 class OrdersController {
-  @EventPattern(NEST_STREAM)
+  @StreamEventPattern(NEST_STREAM)
   handle(@Payload() order: { n: number; poison?: boolean }, @Ctx() ctx: RedisStreamsContext) {
     const ok = !order.poison || healed;
     runs.push({ n: order.n, id: ctx.id, deliveries: ctx.deliveries, ok });

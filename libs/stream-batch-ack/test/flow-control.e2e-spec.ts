@@ -1,7 +1,11 @@
 import { Controller, INestMicroservice } from '@nestjs/common';
-import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import { Ctx, Payload } from '@nestjs/microservices';
 import { Redis } from 'ioredis';
-import { RedisStreamsContext, ServerRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
+import {
+  RedisStreamsContext,
+  ServerRedisStreams,
+  StreamEventPattern,
+} from '@nest-redis-resilience/stream-batch-ack';
 import { DedicatedRedis, startRedisServer } from './support/redis-server';
 import {
   deleteKeys,
@@ -28,7 +32,7 @@ const pausedHandled = new Map<string, number>();
 
 @Controller()
 class SlowController {
-  @EventPattern(CONCURRENT)
+  @StreamEventPattern(CONCURRENT)
   async handle(@Payload() _data: unknown, @Ctx() ctx: RedisStreamsContext) {
     running++;
     maxRunning = Math.max(maxRunning, running);
@@ -43,7 +47,7 @@ class SlowController {
 
 @Controller()
 class CountingController {
-  @EventPattern(PAUSED)
+  @StreamEventPattern(PAUSED)
   handle(@Payload() _data: unknown, @Ctx() ctx: RedisStreamsContext) {
     pausedHandled.set(ctx.id, (pausedHandled.get(ctx.id) ?? 0) + 1);
   }

@@ -1,8 +1,12 @@
 import { Controller, INestMicroservice } from '@nestjs/common';
-import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import { Ctx, Payload } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
-import { RedisStreamsContext, ServerRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
+import {
+  RedisStreamsContext,
+  ServerRedisStreams,
+  StreamEventPattern,
+} from '@nest-redis-resilience/stream-batch-ack';
 import type { GroupRecreatedEvent } from '@nest-redis-resilience/stream-batch-ack';
 import {
   RedisStreamsHealthIndicator,
@@ -30,7 +34,7 @@ let effects: Redis;
 
 @Controller()
 class CountingController {
-  @EventPattern(STREAM)
+  @StreamEventPattern(STREAM)
   async handle(@Payload() data: { n: number }, @Ctx() _ctx: RedisStreamsContext) {
     await effects.hincrby(EFFECTS, String(data.n), 1);
   }
@@ -153,7 +157,7 @@ describe('a group lost before this server read anything from the stream', () => 
 
   @Controller()
   class QuietController {
-    @EventPattern(QUIET)
+    @StreamEventPattern(QUIET)
     async handle(@Payload() data: { n: number }) {
       await effects.hincrby(`${EFFECTS}:quiet`, String(data.n), 1);
     }
@@ -221,7 +225,7 @@ describe('two consumers notice the lost group', () => {
 
   @Controller()
   class SharedController {
-    @EventPattern(SHARED)
+    @StreamEventPattern(SHARED)
     async handle(@Payload() data: { n: number }) {
       await effects.hincrby(`${EFFECTS}:shared`, String(data.n), 1);
     }

@@ -7,9 +7,9 @@ import {
   PipeTransform,
   UseGuards,
 } from '@nestjs/common';
-import { EventPattern, Payload, RpcException } from '@nestjs/microservices';
+import { Payload, RpcException } from '@nestjs/microservices';
 import { Redis } from 'ioredis';
-import { RedisStreamsContext } from '@nest-redis-resilience/stream-batch-ack';
+import { RedisStreamsContext, StreamEventPattern } from '@nest-redis-resilience/stream-batch-ack';
 import {
   deleteKeys,
   pendingCount,
@@ -62,13 +62,13 @@ const ticks: unknown[] = [];
 
 @Controller()
 class GuardedController {
-  @EventPattern(GUARDED)
+  @StreamEventPattern(GUARDED)
   @UseGuards(EvenOnlyGuard)
   handle(@Payload() data: { n: number }) {
     guardedRuns.push(data.n);
   }
 
-  @EventPattern(PIPED)
+  @StreamEventPattern(PIPED)
   handleTick(@Payload(new ParseTickPipe()) tick: Tick) {
     ticks.push(tick);
   }

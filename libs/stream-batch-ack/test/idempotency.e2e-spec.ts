@@ -1,5 +1,5 @@
 import { Controller, INestMicroservice } from '@nestjs/common';
-import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import { Ctx, Payload } from '@nestjs/microservices';
 import { ChildProcess, fork } from 'node:child_process';
 import path from 'node:path';
 import { Redis } from 'ioredis';
@@ -10,6 +10,7 @@ import {
   RedisStreamsServerMetrics,
   RedisStreamsServerOptions,
   ServerRedisStreams,
+  StreamEventPattern,
 } from '@nest-redis-resilience/stream-batch-ack';
 import { applyBatchEffects } from './support/batch-effect';
 import {
@@ -53,7 +54,7 @@ const keysRun = (stream: string) => callsOf(stream).map((c) => c.key);
 
 @Controller()
 class DupsController {
-  @EventPattern(DUPS)
+  @StreamEventPattern(DUPS)
   @Idempotent({ key: (order: Order) => order.key })
   handle(@Payload() order: Order, @Ctx() ctx: RedisStreamsContext) {
     called(DUPS, order, ctx);
@@ -63,7 +64,7 @@ class DupsController {
 let busyRanAt = 0;
 @Controller()
 class BusyController {
-  @EventPattern(BUSY)
+  @StreamEventPattern(BUSY)
   @Idempotent({ key: (order: Order) => order.key })
   handle(@Payload() order: Order, @Ctx() ctx: RedisStreamsContext) {
     called(BUSY, order, ctx);
@@ -73,7 +74,7 @@ class BusyController {
 
 @Controller()
 class TwiceController {
-  @EventPattern(TWICE)
+  @StreamEventPattern(TWICE)
   @Idempotent({ key: (order: Order) => order.key })
   handle(@Payload() order: Order, @Ctx() ctx: RedisStreamsContext) {
     called(TWICE, order, ctx);
@@ -83,7 +84,7 @@ class TwiceController {
 const failOnce = new Set(['f-2']);
 @Controller()
 class FailsController {
-  @EventPattern(FAILS)
+  @StreamEventPattern(FAILS)
   @Idempotent({ key: (order: Order) => order.key })
   handle(@Payload() order: Order, @Ctx() ctx: RedisStreamsContext) {
     called(FAILS, order, ctx);
@@ -93,7 +94,7 @@ class FailsController {
 
 @Controller()
 class MemoryController {
-  @EventPattern(MEMORY)
+  @StreamEventPattern(MEMORY)
   @Idempotent({ key: (order: Order) => order.key })
   handle(@Payload() order: Order, @Ctx() ctx: RedisStreamsContext) {
     called(MEMORY, order, ctx);
@@ -102,7 +103,7 @@ class MemoryController {
 
 @Controller()
 class DefaultMemoryController {
-  @EventPattern(DEFAULT_MEMORY)
+  @StreamEventPattern(DEFAULT_MEMORY)
   @Idempotent({ key: (order: Order) => order.key })
   handle(@Payload() order: Order, @Ctx() ctx: RedisStreamsContext) {
     called(DEFAULT_MEMORY, order, ctx);
@@ -329,7 +330,7 @@ const appliedByB = new Set<number>();
 
 @Controller()
 class ExactController {
-  @EventPattern(EXACT, { batch: true })
+  @StreamEventPattern(EXACT, { batch: true })
   @Idempotent({ key: (tick: { n: number }) => `n:${tick.n}` })
   async handle(@Payload() ticks: { n: number }[], @Ctx() ctx: RedisStreamsBatchContext) {
     await sleep(DELAY_MS);

@@ -1,5 +1,5 @@
 import { Controller, INestMicroservice } from '@nestjs/common';
-import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import { Ctx, Payload } from '@nestjs/microservices';
 import { ChildProcess, fork } from 'node:child_process';
 import path from 'node:path';
 import { Redis } from 'ioredis';
@@ -7,6 +7,7 @@ import {
   Idempotent,
   RedisStreamsContext,
   RedisStreamsModule,
+  StreamEventPattern,
 } from '@nest-redis-resilience/stream-batch-ack';
 import {
   deleteKeys,
@@ -32,7 +33,7 @@ let effectsClient: Redis;
 
 @Controller()
 class SurvivorController {
-  @EventPattern(STREAM)
+  @StreamEventPattern(STREAM)
   @Idempotent({ ttlMs: 60_000, lockMs: 500 })
   async handle(@Payload() data: { n: number }, @Ctx() ctx: RedisStreamsContext) {
     seenByB.push({ n: data.n, deliveries: ctx.deliveries });

@@ -1,5 +1,5 @@
 import { Controller, INestMicroservice } from '@nestjs/common';
-import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import { Ctx, Payload } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import {
@@ -7,6 +7,7 @@ import {
   RedisStreamsContext,
   RedisStreamsModule,
   ServerRedisStreams,
+  StreamEventPattern,
 } from '@nest-redis-resilience/stream-batch-ack';
 import {
   RedisStreamsHealthIndicator,
@@ -31,7 +32,7 @@ const failOnce = new Set<string>(['o-3']);
 
 @Controller()
 class BillingController {
-  @EventPattern(ORDERS)
+  @StreamEventPattern(ORDERS)
   @Idempotent({ key: (order: { orderId: string }) => order.orderId, ttlMs: 60_000 })
   charge(@Payload() order: { orderId: string }, @Ctx() _ctx: RedisStreamsContext) {
     if (failOnce.delete(order.orderId)) throw new Error('payment gateway timeout');

@@ -1,5 +1,5 @@
 import { Controller, INestMicroservice } from '@nestjs/common';
-import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import { Ctx, Payload } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { Cluster } from 'ioredis';
 import { firstValueFrom } from 'rxjs';
@@ -11,6 +11,7 @@ import {
   partitionStreams,
   RedisStreamsContext,
   ServerRedisStreams,
+  StreamEventPattern,
 } from '@nest-redis-resilience/stream-batch-ack';
 import { ThrowawayCluster } from '../../../test/support/throwaway-cluster';
 import { keySlot } from '../src/redis/keys';
@@ -30,7 +31,7 @@ const seen: (Tick & { consumer: string; partition?: number; stream: string })[] 
 
 @Controller()
 class TicksController {
-  @EventPattern(TICKS)
+  @StreamEventPattern(TICKS)
   tick(@Payload() tick: Tick, @Ctx() ctx: RedisStreamsContext) {
     seen.push({ ...tick, consumer: ctx.consumer, partition: ctx.partition, stream: ctx.stream });
     if (tick.sym === POISON) throw new Error('poison');

@@ -1,5 +1,5 @@
 import { Controller, INestMicroservice } from '@nestjs/common';
-import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import { Ctx, Payload } from '@nestjs/microservices';
 import { ChildProcess, fork } from 'node:child_process';
 import path from 'node:path';
 import { Redis } from 'ioredis';
@@ -14,6 +14,7 @@ import {
   RedisStreamsContext,
   RedisStreamsModule,
   RedisStreamsRecord,
+  StreamEventPattern,
 } from '@nest-redis-resilience/stream-batch-ack';
 import {
   deleteKeys,
@@ -46,7 +47,7 @@ return 1`;
 
 @Controller()
 class SurvivorController {
-  @EventPattern(STREAM)
+  @StreamEventPattern(STREAM)
   @Idempotent({ ttlMs: 60_000, lockMs: 500 })
   async handle(@Payload() data: { n: number }, @Ctx() ctx: RedisStreamsContext) {
     seenByB.push({ n: data.n, deliveries: ctx.deliveries, partition: ctx.partition });

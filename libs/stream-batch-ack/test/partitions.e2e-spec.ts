@@ -1,5 +1,5 @@
 import { Controller, INestMicroservice } from '@nestjs/common';
-import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import { Ctx, Payload } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import { firstValueFrom } from 'rxjs';
@@ -14,6 +14,7 @@ import {
   RedisStreamsRecord,
   ServerRedisStreams,
   StreamBatchAckConfigError,
+  StreamEventPattern,
 } from '@nest-redis-resilience/stream-batch-ack';
 import {
   RedisStreamsHealthIndicator,
@@ -54,7 +55,7 @@ const slow: { stream: string; partition?: number }[] = [];
 
 @Controller()
 class PartitionsController {
-  @EventPattern(TICKS)
+  @StreamEventPattern(TICKS)
   tick(@Payload() tick: Tick, @Ctx() ctx: RedisStreamsContext) {
     seen.push({
       ...tick,
@@ -66,7 +67,7 @@ class PartitionsController {
     });
   }
 
-  @EventPattern(ORDERS, { batch: true })
+  @StreamEventPattern(ORDERS, { batch: true })
   orders(
     @Payload() orders: { n: number; poison?: boolean }[],
     @Ctx() ctx: RedisStreamsBatchContext,
@@ -82,7 +83,7 @@ class PartitionsController {
     });
   }
 
-  @EventPattern(SLOW)
+  @StreamEventPattern(SLOW)
   slow(@Payload() _data: unknown, @Ctx() ctx: RedisStreamsContext) {
     slow.push({ stream: ctx.stream, partition: ctx.partition });
     ctx.skipAck(); // stays pending

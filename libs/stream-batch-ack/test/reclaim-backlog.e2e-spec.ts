@@ -1,7 +1,7 @@
 import { Controller, INestMicroservice } from '@nestjs/common';
-import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import { Ctx, Payload } from '@nestjs/microservices';
 import { Redis } from 'ioredis';
-import { RedisStreamsContext } from '@nest-redis-resilience/stream-batch-ack';
+import { RedisStreamsContext, StreamEventPattern } from '@nest-redis-resilience/stream-batch-ack';
 import {
   deleteKeys,
   pendingCount,
@@ -21,7 +21,7 @@ const handled = new Map<string, number>();
 
 @Controller()
 class OrdersController {
-  @EventPattern(STREAM)
+  @StreamEventPattern(STREAM)
   handle(@Payload() _data: unknown, @Ctx() ctx: RedisStreamsContext) {
     handled.set(ctx.id, (handled.get(ctx.id) ?? 0) + 1);
   }

@@ -18,6 +18,7 @@ import {
   RedisStreamsRecord,
   RequestTimeoutError,
   ServerRedisStreams,
+  StreamEventPattern,
 } from '@nest-redis-resilience/stream-batch-ack';
 import {
   deleteKeys,
@@ -72,7 +73,7 @@ class RpcController {
     return 'late';
   }
 
-  @EventPattern(EVENTS)
+  @StreamEventPattern(EVENTS)
   onEvent(@Payload() data: unknown, @Ctx() ctx: RedisStreamsContext) {
     events.push({ data, ctx });
   }
@@ -271,7 +272,7 @@ class SerdeController {
     return { doubled: data.x * 2 };
   }
 
-  @EventPattern(SERDE_EVENTS)
+  @StreamEventPattern(SERDE_EVENTS)
   onEvent(@Payload() data: unknown) {
     serdeEvents.push(data);
   }

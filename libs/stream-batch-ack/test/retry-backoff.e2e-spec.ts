@@ -1,10 +1,11 @@
 import { Controller, INestMicroservice } from '@nestjs/common';
-import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import { Ctx, Payload } from '@nestjs/microservices';
 import { Redis } from 'ioredis';
 import {
   RedisStreamsContext,
   RedisStreamsModule,
   ServerRedisStreams,
+  StreamEventPattern,
 } from '@nest-redis-resilience/stream-batch-ack';
 import {
   deleteKeys,
@@ -48,13 +49,13 @@ const attemptsOf = (stream: string, n: number) => attempts.get(`${stream}#${n}`)
 
 @Controller()
 class TicksController {
-  @EventPattern(SCHEDULE)
+  @StreamEventPattern(SCHEDULE)
   onSchedule(@Payload() tick: Tick, @Ctx() ctx: RedisStreamsContext) {
     attempt(SCHEDULE, tick, ctx);
     if (tick.poison) throw new Error(`tick ${tick.n} is poison`);
   }
 
-  @EventPattern(FLOWING)
+  @StreamEventPattern(FLOWING)
   onFlowing(@Payload() tick: Tick, @Ctx() ctx: RedisStreamsContext) {
     attempt(FLOWING, tick, ctx);
     if (tick.poison) throw new Error(`tick ${tick.n} is poison`);

@@ -1,11 +1,12 @@
 import { Controller, INestMicroservice } from '@nestjs/common';
-import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import { Ctx, Payload } from '@nestjs/microservices';
 import { Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
 import {
   ClientRedisStreams,
   RedisStreamsContext,
   ServerRedisStreams,
+  StreamEventPattern,
 } from '@nest-redis-resilience/stream-batch-ack';
 import {
   deleteKeys,
@@ -26,7 +27,7 @@ let started = 0;
 
 @Controller()
 class SlowController {
-  @EventPattern(STREAM)
+  @StreamEventPattern(STREAM)
   async handle(@Payload() _tick: unknown, @Ctx() ctx: RedisStreamsContext) {
     started++;
     await sleep(Math.floor(Math.random() * 15));

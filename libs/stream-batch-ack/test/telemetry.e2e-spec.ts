@@ -4,12 +4,7 @@ import { ClientProxy, Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { context, metrics, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import {
-  Histogram,
-  MeterProvider,
-  MetricData,
-  MetricReader,
-} from '@opentelemetry/sdk-metrics';
+import { Histogram, MeterProvider, MetricData, MetricReader } from '@opentelemetry/sdk-metrics';
 import {
   BasicTracerProvider,
   InMemorySpanExporter,
@@ -30,6 +25,7 @@ import {
   RedisStreamsServerOptions,
   RedisStreamsTelemetryEvents,
   ServerRedisStreams,
+  StreamEventPattern,
 } from '@nest-redis-resilience/stream-batch-ack';
 import { DedicatedRedis, startRedisServer } from './support/redis-server';
 import {
@@ -172,7 +168,7 @@ describe('OpenTelemetry SDK registered: metrics, spans, events', () => {
     const activeSpanIds: (string | undefined)[] = [];
     @Controller()
     class Single {
-      @EventPattern(STREAM)
+      @StreamEventPattern(STREAM)
       handle(@Payload() _d: unknown, @Ctx() ctx: RedisStreamsContext) {
         handled.push(ctx.id);
         activeSpanIds.push(trace.getActiveSpan()?.spanContext().spanId);
@@ -245,7 +241,7 @@ describe('OpenTelemetry SDK registered: metrics, spans, events', () => {
     let got = 0;
     @Controller()
     class Batch {
-      @EventPattern(STREAM, { batch: true })
+      @StreamEventPattern(STREAM, { batch: true })
       handle(@Payload() items: unknown[], @Ctx() _ctx: RedisStreamsBatchContext) {
         got += items.length;
       }
@@ -321,7 +317,7 @@ describe('OpenTelemetry SDK registered: metrics, spans, events', () => {
     }
     @Controller()
     class Poison {
-      @EventPattern(STREAM)
+      @StreamEventPattern(STREAM)
       handle(@Payload() d: { poison?: boolean }) {
         if (d.poison) throw new Error('poison pill');
       }
@@ -402,7 +398,7 @@ describe('OpenTelemetry SDK registered: metrics, spans, events', () => {
     let handled = 0;
     @Controller()
     class Claims {
-      @EventPattern(STREAM)
+      @StreamEventPattern(STREAM)
       handle() {
         handled++;
       }
@@ -441,7 +437,7 @@ describe('OpenTelemetry SDK registered: metrics, spans, events', () => {
     const received: { traceId?: string }[] = [];
     @Controller()
     class Orders {
-      @EventPattern(STREAM)
+      @StreamEventPattern(STREAM)
       handle() {
         received.push({ traceId: trace.getActiveSpan()?.spanContext().traceId });
       }
@@ -512,7 +508,7 @@ describe('an XACK failing for a while (dedicated redis-server, ACL -xack): flush
     let handled = 0;
     @Controller()
     class Counting {
-      @EventPattern(STREAM)
+      @StreamEventPattern(STREAM)
       handle() {
         handled++;
       }
@@ -579,7 +575,7 @@ describe('without an SDK', () => {
     let handled = 0;
     @Controller()
     class Plain {
-      @EventPattern(STREAM)
+      @StreamEventPattern(STREAM)
       handle(@Ctx() ctx: RedisStreamsContext) {
         if (Object.keys(ctx.headers).length === 0) handled++;
       }

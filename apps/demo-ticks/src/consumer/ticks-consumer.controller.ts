@@ -1,6 +1,9 @@
 import { Controller, Inject, Logger, Type } from '@nestjs/common';
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
-import { RedisStreamsBatchContext } from '@nest-redis-resilience/stream-batch-ack';
+import {
+  RedisStreamsBatchContext,
+  StreamEventPattern,
+} from '@nest-redis-resilience/stream-batch-ack';
 import { entryIdTime } from '../candles/candle';
 import { CandleStore, DoneMark, TickEntry } from '../candles/candle-store';
 import { checkTickTime, parseTick } from '../candles/tick';
@@ -42,7 +45,7 @@ export function createTicksConsumerController(stream: string): Type<unknown> {
       @Inject(TicksLiveFeed) private readonly live: TicksLiveFeed,
     ) {}
 
-    @EventPattern(stream, { batch: true })
+    @StreamEventPattern(stream, { batch: true })
     async onTicks(
       @Payload() payloads: unknown[],
       @Ctx() ctx: RedisStreamsBatchContext,

@@ -7,6 +7,6 @@ try {
 } catch {
   throw new Error(
     '@nest-redis-resilience/stream-batch-ack/health needs the optional peer dependency @nestjs/terminus ' +
-      '(^11). Install it: npm install @nestjs/terminus',
+      '(^11 or ^12). Install it: npm install @nestjs/terminus',
   );
 }

@@ -10,12 +10,13 @@
  */
 import { Controller, INestMicroservice, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import { Ctx, Payload } from '@nestjs/microservices';
 import { Redis } from 'ioredis';
 import {
   Idempotent,
   RedisStreamsBatchContext,
   ServerRedisStreams,
+  StreamEventPattern,
 } from '@nest-redis-resilience/stream-batch-ack';
 import { applyBatchEffects } from './batch-effect';
 
@@ -33,7 +34,7 @@ const effects = new Redis(REDIS_URL);
 
 @Controller()
 class BatchEffectController {
-  @EventPattern(STREAM, { batch: true })
+  @StreamEventPattern(STREAM, { batch: true })
   @Idempotent({ key: (tick: { n: number }) => `n:${tick.n}` })
   async handle(@Payload() ticks: { n: number }[], @Ctx() ctx: RedisStreamsBatchContext) {
     if (DELAY_MS > 0) await new Promise((r) => setTimeout(r, DELAY_MS));

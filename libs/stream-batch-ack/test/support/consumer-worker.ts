@@ -6,7 +6,7 @@
  */
 import { Controller } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import { Ctx, Payload } from '@nestjs/microservices';
 import { Module } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import {
@@ -15,6 +15,7 @@ import {
   RedisStreamsContext,
   RedisStreamsModule,
   ServerRedisStreams,
+  StreamEventPattern,
 } from '@nest-redis-resilience/stream-batch-ack';
 
 const env = (name: string): string => {
@@ -40,7 +41,7 @@ type WithEffect = Redis & { applyEffect(...args: (string | number)[]): Promise<n
 
 @Controller()
 class WorkerController {
-  @EventPattern(STREAM)
+  @StreamEventPattern(STREAM)
   @Idempotent({ ttlMs: 60_000, lockMs: 500 })
   async handle(@Payload() data: { n: number }, @Ctx() ctx: RedisStreamsContext) {
     if (data.n === stuckAt) {
