@@ -1,23 +1,27 @@
 /*
  * The two libraries as an app outside the repository gets them: `npm pack` (prepack builds dist/),
- * a fresh Nest 11 app in a temp directory that installs the tarballs and public registry packages
- * only (no workspace link, no path mapping), compiled by its own tsc in strict mode and run with
- * node against the real Redis. Two apps, installed, compiled and run concurrently:
+ * fresh apps in a temp directory that install the tarballs and public registry packages only (no
+ * workspace link, no path mapping, no --legacy-peer-deps), compiled by their own tsc in strict
+ * mode and run with node against the real Redis, on NestJS 11 and 12, as ES modules and as
+ * CommonJS, on Node 20 (or 22) and on Node 24:
  *
- * - A: tsconfig module/moduleResolution nodenext (Nest 11's new-project default), ioredis 6,
- *   @nestjs/terminus and cache-manager installed; also uses the `/health` subpaths.
- * - B: module commonjs (moduleResolution node10: the `/health` types come from `typesVersions`),
- *   ioredis 5, neither @nestjs/terminus nor cache-manager: the `/health` subpaths must fail
- *   with a message that says to install @nestjs/terminus.
+ * | app | NestJS | module kind | tsconfig             | peers                                  | runs on  | jest spec |
+ * |-----|--------|-------------|----------------------|----------------------------------------|----------|-----------|
+ * | A   | 12     | ES module   | nodenext             | ioredis 6, terminus, cache-manager, OTel | 20, 24 |           |
+ * | B   | 11     | CommonJS    | commonjs + node10    | ioredis 5, no optional peer            | 20       | on 20     |
+ * | C   | 12     | CommonJS    | nodenext             | as A                                   | 20, 24   | on 24     |
+ * | D   | 11     | ES module   | nodenext             | as A                                   | 24       |           |
  *
+ * Without terminus (B) the `/health` subpaths must fail with a message that says to install it.
  * The apps' sources are test/package/fixture/*.ts; each prints one JSON line of results and must
- * exit by itself (a leaked handle fails the test). Finally: what npm does with ioredis 4.
+ * exit by itself (a leaked handle fails the test). The jest spec (fixture/app-e2e.ts) is what a
+ * user writes in test/ of a new CommonJS project. Finally: what npm does with ioredis 4.
  */
-import { ChildProcess, spawn } from 'node:child_process';
-import { existsSync, lstatSync, realpathSync } from 'node:fs';
+import { ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { existsSync, lstatSync, readFileSync, realpathSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, relative, sep } from 'node:path';
+import { delimiter, join, relative, sep } from 'node:path';
 import { Redis } from 'ioredis';
 import { deleteKeys, REDIS_URL, uniquePrefix } from '../support/redis';
 
@@ -219,14 +223,68 @@ function installedVersion(name: string): string {
   return pkg.version;
 }
 
+/** NestJS 11, as the packages' peer ranges still allow (the repository itself is on 12). */
+const NEST_11: Record<string, string> = {
+  '@nestjs/common': '11.2.10',
+  '@nestjs/core': '11.2.10',
+  '@nestjs/microservices': '11.2.6',
+  '@nestjs/testing': '11.2.6',
+  '@nestjs/terminus': '11.1.1',
+};
+/** NestJS 12: the versions the repository runs on. */
+const NEST_12: Record<string, string> = Object.fromEntries(
+  Object.keys(NEST_11).map((name) => [name, installedVersion(name)]),
+);
+
+/** A Node binary the apps run on. */
+interface NodeBin {
+  path: string;
+  version: string;
+}
+
+function nodeVersion(path: string): string {
+  return execFileSync(path, ['-p', 'process.versions.node'], { encoding: 'utf8' }).trim();
+}
+
+const major = (node: NodeBin) => Number(node.version.split('.')[0]);
+
+/** The Node running jest: >= 24.9 (jest loads NestJS 12 through require(esm) there). */
+const NODE_24: NodeBin = { path: process.execPath, version: process.versions.node };
+
+/**
+ * An older supported Node (20.19+ or 22.12+) to run the apps on too: NODE_20_BIN, else the first
+ * `node` on the PATH outside node_modules (npm scripts put the Node 24 of node_modules first).
+ */
+function findOlderNode(): NodeBin | undefined {
+  const candidates = process.env.NODE_20_BIN
+    ? [process.env.NODE_20_BIN]
+    : (process.env.PATH ?? '')
+        .split(delimiter)
+        .filter((dir) => dir && !dir.split(sep).includes('node_modules'))
+        .map((dir) => join(dir, 'node'));
+  for (const path of candidates) {
+    if (!existsSync(path)) continue;
+    const node = { path, version: nodeVersion(path) };
+    if (major(node) < 24) return node;
+  }
+  return undefined;
+}
+
+type AppName = 'A' | 'B' | 'C' | 'D';
+
 interface Variant {
-  name: 'A' | 'B';
+  name: AppName;
+  nest: 11 | 12;
+  kind: 'esm' | 'cjs';
   dir: string;
-  main: string;
+  main: 'main-a.ts' | 'main-b.ts';
   dependencies: Record<string, string>;
+  devDependencies: Record<string, string>;
   tsconfig: Record<string, unknown>;
-  keyPrefix: string;
-  stream: string;
+  /** The Nodes the compiled app runs on, one run each. */
+  nodes: NodeBin[];
+  /** The Node the app's own jest runs the user's spec on (CommonJS apps only). */
+  jest?: NodeBin;
 }
 
 interface AppResult {
@@ -255,6 +313,9 @@ interface AppResult {
 }
 
 interface AppRun {
+  node: NodeBin;
+  keyPrefix: string;
+  stream: string;
   ran: Ran;
   result: AppResult;
 }
@@ -273,6 +334,35 @@ const commonCompilerOptions = {
   types: ['node'],
 };
 
+/** tsconfig of a new project on nodenext: an ES module app or a CommonJS one by package type. */
+const nodenextTsconfig = {
+  compilerOptions: {
+    ...commonCompilerOptions,
+    module: 'nodenext',
+    moduleResolution: 'nodenext',
+    resolvePackageJsonExports: true,
+    esModuleInterop: true,
+    isolatedModules: true,
+    target: 'ES2023',
+    skipLibCheck: false, // the packages' .d.ts are checked too
+  },
+  include: ['src'],
+};
+
+/** The jest of a new CommonJS project, with ts-jest, for test/*.e2e-spec.ts. */
+const jestDevDependencies = (): Record<string, string> => ({
+  jest: installedVersion('jest'),
+  'ts-jest': installedVersion('ts-jest'),
+  '@types/jest': installedVersion('@types/jest'),
+});
+const jestConfig = {
+  rootDir: '.',
+  testRegex: '.*\\.e2e-spec\\.ts$',
+  moduleFileExtensions: ['js', 'json', 'ts'],
+  transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.spec.json' }] },
+  testEnvironment: 'node',
+};
+
 async function install(v: Variant): Promise<void> {
   await mkdir(join(v.dir, 'src'), { recursive: true });
   await writeFile(
@@ -282,11 +372,14 @@ async function install(v: Variant): Promise<void> {
         name: `outside-consumer-${v.name.toLowerCase()}`,
         version: '0.0.0',
         private: true,
+        ...(v.kind === 'esm' ? { type: 'module' } : {}),
         dependencies: v.dependencies,
         devDependencies: {
           typescript: installedVersion('typescript'),
           '@types/node': installedVersion('@types/node'),
+          ...v.devDependencies,
         },
+        ...(v.jest ? { jest: jestConfig } : {}),
       },
       null,
       2,
@@ -295,9 +388,19 @@ async function install(v: Variant): Promise<void> {
   await writeFile(join(v.dir, 'tsconfig.json'), JSON.stringify(v.tsconfig, null, 2));
   await copyFile(join(fixture, 'checks.ts'), join(v.dir, 'src', 'checks.ts'));
   await copyFile(join(fixture, v.main), join(v.dir, 'src', 'main.ts'));
+  if (v.jest) {
+    await mkdir(join(v.dir, 'test'));
+    await copyFile(join(fixture, 'app-e2e.ts'), join(v.dir, 'test', 'app.e2e-spec.ts'));
+    const spec = {
+      extends: './tsconfig.json',
+      compilerOptions: { types: ['node', 'jest'], rootDir: '.', noEmit: true },
+      include: ['src', 'test'],
+    };
+    await writeFile(join(v.dir, 'tsconfig.spec.json'), JSON.stringify(spec, null, 2));
+  }
   await runOk('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund'], {
     cwd: v.dir,
-    timeoutMs: 150_000,
+    timeoutMs: 240_000,
   });
 }
 
@@ -309,16 +412,19 @@ async function compile(v: Variant): Promise<void> {
   );
 }
 
-const APP_TIMEOUT_MS = 60_000;
+const APP_TIMEOUT_MS = 90_000;
 
-async function runApp(v: Variant): Promise<AppRun> {
-  const ran = await run(process.execPath, ['dist/main.js'], {
+async function runApp(v: Variant, node: NodeBin): Promise<AppRun> {
+  const keyPrefix = `${prefix}${v.name.toLowerCase()}${major(node)}:stampede:`;
+  const stream = `${prefix}${v.name.toLowerCase()}${major(node)}:events`;
+  const ran = await run(node.path, ['dist/main.js'], {
     cwd: v.dir,
     timeoutMs: APP_TIMEOUT_MS,
     env: cleanEnv({
+      VARIANT: v.name,
       REDIS_URL,
-      KEY_PREFIX: v.keyPrefix,
-      STREAM: v.stream,
+      KEY_PREFIX: keyPrefix,
+      STREAM: stream,
       GROUP,
       CALLS: String(CALLS),
       MESSAGES: String(MESSAGES),
@@ -328,24 +434,56 @@ async function runApp(v: Variant): Promise<AppRun> {
   const lines = ran.stdout.split('\n').filter((l) => l.startsWith('{'));
   if (lines.length !== 1)
     throw new Error(`expected one JSON line of results from ${describeRun(ran, APP_TIMEOUT_MS)}`);
-  return { ran, result: JSON.parse(lines[0]) as AppResult };
+  return { node, keyPrefix, stream, ran, result: JSON.parse(lines[0]) as AppResult };
+}
+
+/** The app's own jest on the user's spec; Node 24 with VM modules for NestJS 12 (require(esm)). */
+async function runJest(v: Variant, node: NodeBin): Promise<Ran> {
+  const flags = v.nest === 12 ? ['--experimental-vm-modules'] : [];
+  return runOk(node.path, [...flags, join('node_modules', 'jest', 'bin', 'jest.js'), '--ci'], {
+    cwd: v.dir,
+    timeoutMs: 150_000,
+    env: cleanEnv({ REDIS_URL, KEY_PREFIX: `${prefix}${v.name.toLowerCase()}jest:` }),
+  });
 }
 
 interface Pipeline {
   variant: Variant;
   installed: Promise<void>;
   compiled: Promise<void>;
-  ran: Promise<AppRun>;
+  runs: Promise<AppRun[]>;
+  jest: Promise<Ran | undefined>;
 }
 
-/** install -> compile -> run, started at once; the tests await the step they check. */
+/** At most two pipeline steps at a time: the machine may have two cores. */
+let slots = 2;
+const waiting: (() => void)[] = [];
+async function step<T>(work: () => Promise<T>): Promise<T> {
+  while (slots === 0) await new Promise<void>((resolve) => waiting.push(resolve));
+  slots--;
+  try {
+    return await work();
+  } finally {
+    slots++;
+    waiting.shift()?.();
+  }
+}
+
+/** install -> compile -> run on each Node -> the user's jest spec, started at once. */
 function start(variant: Variant): Pipeline {
-  const installed = install(variant);
-  const compiled = installed.then(() => compile(variant));
-  const ran = compiled.then(() => runApp(variant));
+  const installed = step(() => install(variant));
+  const compiled = installed.then(() => step(() => compile(variant)));
+  const runs = compiled.then(async () => {
+    const done: AppRun[] = [];
+    for (const node of variant.nodes) done.push(await step(() => runApp(variant, node)));
+    return done;
+  });
+  const jest = runs.then(() =>
+    variant.jest ? step(() => runJest(variant, variant.jest!)) : undefined,
+  );
   // Rejections are reported by the tests that await them, not as unhandled ones.
-  for (const step of [installed, compiled, ran]) step.catch(() => undefined);
-  return { variant, installed, compiled, ran };
+  for (const s of [installed, compiled, runs, jest]) s.catch(() => undefined);
+  return { variant, installed, compiled, runs, jest };
 }
 
 function packageDir(v: Variant, name: string): string {
@@ -354,19 +492,34 @@ function packageDir(v: Variant, name: string): string {
 
 const isInside = (dir: string, file: string) => !relative(dir, file).startsWith(`..${sep}`);
 
+/** The version of `name` installed in the app. */
+function installedAt(v: Variant, name: string): string {
+  return (
+    JSON.parse(readFileSync(join(packageDir(v, name), 'package.json'), 'utf8')) as {
+      version: string;
+    }
+  ).version;
+}
+
 // ---------------------------------------------------------------------------------------------
 
-describe('the packed packages in a Nest 11 app outside the repository', () => {
-  jest.setTimeout(240_000);
+const prefix = uniquePrefix('package');
+const olderNode = findOlderNode();
 
-  const prefix = uniquePrefix('package');
+describe('the packed packages in NestJS 11 and 12 apps outside the repository', () => {
+  jest.setTimeout(600_000);
+
   let redis: Redis;
   let work: string;
   const packs = {} as Record<PackageName, Packed>;
-  let a: Pipeline;
-  let b: Pipeline;
+  const apps = {} as Record<AppName, Pipeline>;
 
   beforeAll(async () => {
+    if (!olderNode || major(NODE_24) < 24)
+      throw new Error(
+        `the apps run on Node 20/22 and on Node 24: found ${olderNode?.version ?? 'no older Node'} ` +
+          `and ${NODE_24.version}; set NODE_20_BIN to a Node 20.19+ or 22.12+`,
+      );
     redis = new Redis(REDIS_URL);
     work = await mkdtemp(join(tmpdir(), 'nrr-outside-consumer-'));
     if (isInside(root, work)) throw new Error(`${work} is inside the repository: set TMPDIR`);
@@ -380,64 +533,91 @@ describe('the packed packages in a Nest 11 app outside the repository', () => {
     const tarballs = Object.fromEntries(
       PACKAGES.map(({ name }) => [name, `file:${packs[name].tarball}`]),
     );
-    const nest = Object.fromEntries(
-      ['@nestjs/common', '@nestjs/core', '@nestjs/microservices', 'reflect-metadata', 'rxjs'].map(
-        (name) => [name, installedVersion(name)],
-      ),
+    const base = Object.fromEntries(
+      ['reflect-metadata', 'rxjs'].map((name) => [name, installedVersion(name)]),
     );
-    a = start({
-      name: 'A',
-      dir: join(work, 'app-a'),
-      main: 'main-a.ts',
-      dependencies: {
-        ...tarballs,
-        ...nest,
-        ioredis: installedVersion('ioredis'),
-        '@nestjs/terminus': installedVersion('@nestjs/terminus'),
-        'cache-manager': installedVersion('cache-manager'),
-        '@opentelemetry/api': installedVersion('@opentelemetry/api'),
-        '@opentelemetry/sdk-metrics': installedVersion('@opentelemetry/sdk-metrics'),
+    const nest = (versions: Record<string, string>, withTerminus: boolean) =>
+      Object.fromEntries(
+        Object.entries(versions).filter(
+          ([name]) => name !== '@nestjs/testing' && (withTerminus || name !== '@nestjs/terminus'),
+        ),
+      );
+    const optionalPeers = {
+      ioredis: installedVersion('ioredis'),
+      'cache-manager': installedVersion('cache-manager'),
+      '@opentelemetry/api': installedVersion('@opentelemetry/api'),
+      '@opentelemetry/sdk-metrics': installedVersion('@opentelemetry/sdk-metrics'),
+    };
+    const variants: Variant[] = [
+      {
+        name: 'A',
+        nest: 12,
+        kind: 'esm',
+        dir: join(work, 'app-a'),
+        main: 'main-a.ts',
+        dependencies: { ...tarballs, ...base, ...nest(NEST_12, true), ...optionalPeers },
+        devDependencies: {},
+        tsconfig: nodenextTsconfig,
+        nodes: [olderNode, NODE_24],
       },
-      tsconfig: {
-        compilerOptions: {
-          ...commonCompilerOptions,
-          module: 'nodenext',
-          moduleResolution: 'nodenext',
-          resolvePackageJsonExports: true,
-          esModuleInterop: true,
-          isolatedModules: true,
-          target: 'ES2023',
-          skipLibCheck: false, // the packages' .d.ts are checked too
+      {
+        name: 'B',
+        nest: 11,
+        kind: 'cjs',
+        dir: join(work, 'app-b'),
+        main: 'main-b.ts',
+        dependencies: { ...tarballs, ...base, ...nest(NEST_11, false), ioredis: '^5.0.0' },
+        devDependencies: {
+          '@nestjs/testing': NEST_11['@nestjs/testing'],
+          ...jestDevDependencies(),
         },
-        include: ['src'],
-      },
-      keyPrefix: `${prefix}a:stampede:`,
-      stream: `${prefix}a:events`,
-    });
-    b = start({
-      name: 'B',
-      dir: join(work, 'app-b'),
-      main: 'main-b.ts',
-      dependencies: { ...tarballs, ...nest, ioredis: '^5.0.0' },
-      tsconfig: {
-        compilerOptions: {
-          ...commonCompilerOptions,
-          module: 'commonjs',
-          moduleResolution: 'node10',
-          target: 'ES2021',
-          skipLibCheck: true, // as the older template; health.d.ts imports the absent terminus
+        tsconfig: {
+          compilerOptions: {
+            ...commonCompilerOptions,
+            module: 'commonjs',
+            moduleResolution: 'node10',
+            target: 'ES2021',
+            skipLibCheck: true, // as the older template; health.d.ts imports the absent terminus
+          },
+          include: ['src'],
         },
-        include: ['src'],
+        nodes: [olderNode],
+        jest: olderNode,
       },
-      keyPrefix: `${prefix}b:stampede:`,
-      stream: `${prefix}b:events`,
-    });
+      {
+        name: 'C',
+        nest: 12,
+        kind: 'cjs',
+        dir: join(work, 'app-c'),
+        main: 'main-a.ts',
+        dependencies: { ...tarballs, ...base, ...nest(NEST_12, true), ...optionalPeers },
+        devDependencies: {
+          '@nestjs/testing': NEST_12['@nestjs/testing'],
+          ...jestDevDependencies(),
+        },
+        tsconfig: nodenextTsconfig,
+        nodes: [olderNode, NODE_24],
+        jest: NODE_24,
+      },
+      {
+        name: 'D',
+        nest: 11,
+        kind: 'esm',
+        dir: join(work, 'app-d'),
+        main: 'main-a.ts',
+        dependencies: { ...tarballs, ...base, ...nest(NEST_11, true), ...optionalPeers },
+        devDependencies: {},
+        tsconfig: nodenextTsconfig,
+        nodes: [NODE_24],
+      },
+    ];
+    for (const variant of variants) apps[variant.name] = start(variant);
   }, 180_000);
 
   afterAll(async () => {
     stopping = true;
     for (const child of running) killGroup(child);
-    await Promise.allSettled([a, b].flatMap((p) => (p ? [p.ran] : [])));
+    await Promise.allSettled(Object.values(apps).flatMap((p) => [p.runs, p.jest]));
     if (work) await rm(work, { recursive: true, force: true });
     if (redis) {
       await deleteKeys(redis, prefix);
@@ -486,9 +666,16 @@ describe('the packed packages in a Nest 11 app outside the repository', () => {
     expect(version).toBe(packs[name].packageJson.version);
   }
 
-  /** What both apps must show, and what Redis holds after they exited. */
-  async function expectCoreChecks(v: Variant, { ran, result }: AppRun): Promise<void> {
-    expect(ran.stderr).toBe('');
+  /** What every app must show on every Node, and what Redis holds after it exited. */
+  async function expectCoreChecks(v: Variant, app: AppRun): Promise<void> {
+    const { ran, result, keyPrefix, stream } = app;
+    // Node 20 warns once that require(esm) is experimental; nothing else may reach stderr.
+    expect(
+      ran.stderr.replace(
+        /^.*ExperimentalWarning: CommonJS module .*\n(.*--trace-warnings.*\n)?/gm,
+        '',
+      ),
+    ).toBe('');
     expect(result.variant).toBe(v.name);
 
     // One ioredis: the app's, which both packages resolve as their peer.
@@ -508,8 +695,8 @@ describe('the packed packages in a Nest 11 app outside the repository', () => {
       expect(m).toMatchObject({ calls: CALLS, errors: 0, storeErrors: 0, lockTimeouts: 0 });
     }
     // The value went to Redis under the key prefix, and the lock was released.
-    expect(await redis.exists(`${v.keyPrefix}{product:42}`)).toBe(1);
-    expect(await redis.exists(`${v.keyPrefix}{product:42}:lock`)).toBe(0);
+    expect(await redis.exists(`${keyPrefix}{product:42}`)).toBe(1);
+    expect(await redis.exists(`${keyPrefix}{product:42}:lock`)).toBe(0);
 
     // ServerRedisStreams + ClientRedisStreams: 1000 emitted, each handled once, all acked.
     expect(result.streams).toMatchObject({
@@ -519,75 +706,91 @@ describe('the packed packages in a Nest 11 app outside the repository', () => {
       distinctPayloads: MESSAGES,
       redeliveries: 0,
     });
-    expect(await redis.xlen(v.stream)).toBe(MESSAGES);
-    const pending = (await redis.call('XPENDING', v.stream, GROUP)) as [number, ...unknown[]];
+    expect(await redis.xlen(stream)).toBe(MESSAGES);
+    const pending = (await redis.call('XPENDING', stream, GROUP)) as [number, ...unknown[]];
     expect(Number(pending[0])).toBe(0);
-    expect(await redis.exists(`${v.stream}:dlq`)).toBe(0);
+    expect(await redis.exists(`${stream}:dlq`)).toBe(0);
   }
 
-  describe('A: nodenext, ioredis 6, @nestjs/terminus and cache-manager installed', () => {
-    it('installs from the tarballs and the public registry only', async () => {
-      await a.installed;
-      for (const { name } of PACKAGES) expectInstalledFromTarball(a.variant, name);
-      for (const name of ['ioredis', '@nestjs/terminus', 'cache-manager']) {
-        const pkg = require(join(packageDir(a.variant, name), 'package.json')) as {
-          version: string;
-        };
-        expect(pkg.version).toBe(installedVersion(name));
-      }
+  /** The checks of main-a.ts: health through terminus, cache-manager, OpenTelemetry. */
+  function expectOptionalPeers({ result, stream }: AppRun): void {
+    expect(result.ioredis.appVersion).toBe(installedVersion('ioredis'));
+    expect(result.stampede.extra).toMatchObject({
+      status: 'ok',
+      info: { cache: { status: 'up', store: 'redis' } },
+    });
+    expect(result.streams.extra).toMatchObject({
+      status: 'ok',
+      info: { events: { status: 'up', stream, group: GROUP, consumers: 1 } },
+    });
+    // StampedeModule.forRoot({ cacheManager: createCache() }) from the optional peer.
+    expect(result.cacheManager).toEqual({ calls: 101, loads: 1, distinctValues: [1.08] });
+    // With @opentelemetry/api and an SDK installed, the same work shows in the instruments.
+    expect(result.telemetry).toMatchObject({
+      'stampede.calls': 2 * CALLS + 101,
+      'stampede.loads': 2,
+      'messaging.client.sent.messages': MESSAGES,
+    });
+    expect(result.telemetry!['messaging.client.consumed.messages']).toBeGreaterThanOrEqual(
+      MESSAGES,
+    );
+  }
+
+  const WITH_PEERS: [AppName, string][] = [
+    ['A', 'NestJS 12, ES module app'],
+    ['C', 'NestJS 12, CommonJS app'],
+    ['D', 'NestJS 11, ES module app'],
+  ];
+
+  describe.each(WITH_PEERS)('%s: %s (nodenext), ioredis 6, every optional peer', (name) => {
+    it('installs from the tarballs and the public registry only, without peer conflicts', async () => {
+      const app = apps[name];
+      await app.installed;
+      for (const { name: pkg } of PACKAGES) expectInstalledFromTarball(app.variant, pkg);
+      const nest = app.variant.nest === 12 ? NEST_12 : NEST_11;
+      for (const dep of ['@nestjs/core', '@nestjs/microservices', '@nestjs/terminus'])
+        expect(installedAt(app.variant, dep)).toBe(nest[dep]);
+      for (const dep of ['ioredis', 'cache-manager'])
+        expect(installedAt(app.variant, dep)).toBe(installedVersion(dep));
     });
 
     it('compiles with its own tsc in strict mode, the packages’ .d.ts included', async () => {
-      await a.compiled;
-      expect(existsSync(join(a.variant.dir, 'dist', 'main.js'))).toBe(true);
+      const app = apps[name];
+      await app.compiled;
+      expect(existsSync(join(app.variant.dir, 'dist', 'main.js'))).toBe(true);
     });
 
-    it('runs against Redis: one load for 2 x 1000 calls, 1000 events handled once and acked, health up, exits by itself', async () => {
-      const app = await a.ran;
-      await expectCoreChecks(a.variant, app);
-      const { result } = app;
-      expect(result.ioredis.appVersion).toBe(installedVersion('ioredis'));
-      expect(result.stampede.extra).toMatchObject({
-        status: 'ok',
-        info: { cache: { status: 'up', store: 'redis' } },
-      });
-      expect(result.streams.extra).toMatchObject({
-        status: 'ok',
-        info: { events: { status: 'up', stream: a.variant.stream, group: GROUP, consumers: 1 } },
-      });
-      // StampedeModule.forRoot({ cacheManager: createCache() }) from the optional peer.
-      expect(result.cacheManager).toEqual({ calls: 101, loads: 1, distinctValues: [1.08] });
-      // With @opentelemetry/api and an SDK installed, the same work shows in the instruments.
-      expect(result.telemetry).toMatchObject({
-        'stampede.calls': 2 * CALLS + 101,
-        'stampede.loads': 2,
-        'messaging.client.sent.messages': MESSAGES,
-      });
-      expect(result.telemetry!['messaging.client.consumed.messages']).toBeGreaterThanOrEqual(
-        MESSAGES,
-      );
+    it('runs against Redis on each Node: one load for 2 x 1000 calls, 1000 events handled once and acked, health up, telemetry, exits by itself', async () => {
+      const app = apps[name];
+      const runs = await app.runs;
+      expect(runs.map((r) => major(r.node))).toEqual(app.variant.nodes.map(major));
+      for (const run of runs) {
+        await expectCoreChecks(app.variant, run);
+        expectOptionalPeers(run);
+      }
     });
   });
 
-  describe('B: commonjs + node10 resolution, ioredis 5, no @nestjs/terminus, no cache-manager', () => {
+  describe('B: NestJS 11, CommonJS app (node10 resolution), ioredis 5, no optional peer', () => {
     it('installs from the tarballs without the optional peers', async () => {
+      const b = apps.B;
       await b.installed;
       for (const { name } of PACKAGES) expectInstalledFromTarball(b.variant, name);
-      const ioredis = require(join(packageDir(b.variant, 'ioredis'), 'package.json')) as {
-        version: string;
-      };
-      expect(ioredis.version).toMatch(/^5\./);
+      expect(installedAt(b.variant, 'ioredis')).toMatch(/^5\./);
+      expect(installedAt(b.variant, '@nestjs/core')).toBe(NEST_11['@nestjs/core']);
       expect(existsSync(packageDir(b.variant, '@nestjs/terminus'))).toBe(false);
       expect(existsSync(packageDir(b.variant, 'cache-manager'))).toBe(false);
     });
 
     it('compiles with its own tsc in strict mode (the /health types through typesVersions)', async () => {
+      const b = apps.B;
       await b.compiled;
       expect(existsSync(join(b.variant.dir, 'dist', 'main.js'))).toBe(true);
     });
 
     it('runs against Redis with the main entries; the /health entries say to install @nestjs/terminus', async () => {
-      const app = await b.ran;
+      const b = apps.B;
+      const [app] = await b.runs;
       await expectCoreChecks(b.variant, app);
       const { result } = app;
       expect(result.ioredis.appVersion).toMatch(/^5\./);
@@ -598,13 +801,13 @@ describe('the packed packages in a Nest 11 app outside the repository', () => {
         '@opentelemetry/api': false,
         '@nestjs/event-emitter': false,
       });
-      for (const [key, name] of [
+      for (const [key, pkg] of [
         ['stampede', '@nest-redis-resilience/stampede/health'],
         ['streamBatchAck', '@nest-redis-resilience/stream-batch-ack/health'],
       ] as const) {
         const outcome = result.health?.[key];
         expect(outcome?.exports).toBeUndefined();
-        expect(outcome?.error).toContain(name);
+        expect(outcome?.error).toContain(pkg);
         expect(outcome?.error).toContain('@nestjs/terminus');
         expect(outcome?.error).toMatch(/install/i);
         expect(outcome?.error).not.toMatch(/Cannot find module/);
@@ -612,9 +815,23 @@ describe('the packed packages in a Nest 11 app outside the repository', () => {
     });
   });
 
+  describe.each([
+    ['B', 'NestJS 11', 'its Node'],
+    ['C', 'NestJS 12', 'Node 24 with VM modules'],
+  ] as [AppName, string, string][])(
+    "%s: a user's jest e2e spec (%s, CommonJS + ts-jest, on %s)",
+    (name) => {
+      it('passes against the installed tarballs, and jest exits by itself', async () => {
+        const ran = await apps[name].jest;
+        expect(ran?.stderr).toMatch(/Tests:\s+2 passed, 2 total/);
+        expect(ran?.stderr).not.toMatch(/did not exit|open handle/i);
+      });
+    },
+  );
+
   it('npm refuses ioredis 4 next to the packages: ERESOLVE naming the peer range', async () => {
     // Wait for the apps first: this install only resolves, but the machine is small.
-    await Promise.allSettled([a.ran, b.ran]);
+    await Promise.allSettled(Object.values(apps).flatMap((p) => [p.runs, p.jest]));
     const dir = join(work, 'app-ioredis4');
     await mkdir(dir);
     const tarballs = Object.fromEntries(
