@@ -4,9 +4,9 @@ import {
   PATH_METADATA,
   RESPONSE_PASSTHROUGH_METADATA,
   ROUTE_ARGS_METADATA,
+  RouteParamtypes,
   SSE_METADATA,
-} from '@nestjs/common/constants';
-import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
+} from './nest-internals';
 import { StampedeConfigError, StampedeKeyError } from '../core/errors';
 import type { PolicyOptions, StampedePolicy } from '../core/policy';
 import { STAMPEDE_ROUTE } from './route-cache.constants';

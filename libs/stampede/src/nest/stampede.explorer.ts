@@ -1,7 +1,6 @@
 import { Injectable, OnModuleInit, Type } from '@nestjs/common';
-import { PATH_METADATA } from '@nestjs/common/constants';
 import { DiscoveryService, MetadataScanner, ModuleRef } from '@nestjs/core';
-import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
+import { type InstanceWrapper, PATH_METADATA } from './nest-internals';
 import { methodKey } from '../core/cache-key';
 import { StampedeConfigError } from '../core/errors';
 import { checkTags } from '../core/policy';

@@ -9,7 +9,7 @@ import {
   StreamableFile,
   Type,
 } from '@nestjs/common';
-import { INTERCEPTORS_METADATA, PATH_METADATA } from '@nestjs/common/constants';
+import { INTERCEPTORS_METADATA, PATH_METADATA } from './nest-internals';
 import { DiscoveryService, HttpAdapterHost, MetadataScanner, ModulesContainer } from '@nestjs/core';
 import { defer, lastValueFrom, Observable } from 'rxjs';
 import { StampedeConfigError } from '../core/errors';
