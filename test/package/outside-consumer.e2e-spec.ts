@@ -5,12 +5,12 @@
  * mode and run with node against the real Redis, on NestJS 11 and 12, as ES modules and as
  * CommonJS, on Node 20 (or 22) and on Node 24:
  *
- * | app | NestJS | module kind | tsconfig             | peers                                  | runs on  | jest spec |
- * |-----|--------|-------------|----------------------|----------------------------------------|----------|-----------|
- * | A   | 12     | ES module   | nodenext             | ioredis 6, terminus, cache-manager, OTel | 20, 24 |           |
- * | B   | 11     | CommonJS    | commonjs + node10    | ioredis 5, no optional peer            | 20       | on 20     |
- * | C   | 12     | CommonJS    | nodenext             | as A                                   | 20, 24   | on 24     |
- * | D   | 11     | ES module   | nodenext             | as A                                   | 24       |           |
+ * | app | NestJS | module kind | tsconfig          | TypeScript | peers                                    | runs on | jest spec |
+ * |-----|--------|-------------|-------------------|------------|------------------------------------------|---------|-----------|
+ * | A   | 12     | ES module   | nodenext          | 6          | ioredis 6, terminus, cache-manager, OTel | 20, 24  |           |
+ * | B   | 11     | CommonJS    | commonjs + node10 | 5.9        | ioredis 5, no optional peer              | 20      | on 20     |
+ * | C   | 12     | CommonJS    | nodenext          | 6          | as A                                     | 20, 24  | on 24     |
+ * | D   | 11     | ES module   | nodenext          | 5.9        | as A                                     | 24      |           |
  *
  * Without terminus (B) the `/health` subpaths must fail with a message that says to install it.
  * The apps' sources are test/package/fixture/*.ts; each prints one JSON line of results and must
@@ -236,6 +236,10 @@ const NEST_12: Record<string, string> = Object.fromEntries(
   Object.keys(NEST_11).map((name) => [name, installedVersion(name)]),
 );
 
+/** TypeScript 6 (the repository's) and 5.9, for the apps' own tsc and ts-jest. */
+const TS_6 = installedVersion('typescript');
+const TS_5 = installedVersion('typescript-5.9');
+
 /** A Node binary the apps run on. */
 interface NodeBin {
   path: string;
@@ -281,6 +285,8 @@ interface Variant {
   dependencies: Record<string, string>;
   devDependencies: Record<string, string>;
   tsconfig: Record<string, unknown>;
+  /** The app's TypeScript. */
+  typescript: string;
   /** The Nodes the compiled app runs on, one run each. */
   nodes: NodeBin[];
   /** The Node the app's own jest runs the user's spec on (CommonJS apps only). */
@@ -375,7 +381,7 @@ async function install(v: Variant): Promise<void> {
         ...(v.kind === 'esm' ? { type: 'module' } : {}),
         dependencies: v.dependencies,
         devDependencies: {
-          typescript: installedVersion('typescript'),
+          typescript: v.typescript,
           '@types/node': installedVersion('@types/node'),
           ...v.devDependencies,
         },
@@ -558,6 +564,7 @@ describe('the packed packages in NestJS 11 and 12 apps outside the repository', 
         dependencies: { ...tarballs, ...base, ...nest(NEST_12, true), ...optionalPeers },
         devDependencies: {},
         tsconfig: nodenextTsconfig,
+        typescript: TS_6,
         nodes: [olderNode, NODE_24],
       },
       {
@@ -581,6 +588,7 @@ describe('the packed packages in NestJS 11 and 12 apps outside the repository', 
           },
           include: ['src'],
         },
+        typescript: TS_5,
         nodes: [olderNode],
         jest: olderNode,
       },
@@ -596,6 +604,7 @@ describe('the packed packages in NestJS 11 and 12 apps outside the repository', 
           ...jestDevDependencies(),
         },
         tsconfig: nodenextTsconfig,
+        typescript: TS_6,
         nodes: [olderNode, NODE_24],
         jest: NODE_24,
       },
@@ -608,6 +617,7 @@ describe('the packed packages in NestJS 11 and 12 apps outside the repository', 
         dependencies: { ...tarballs, ...base, ...nest(NEST_11, true), ...optionalPeers },
         devDependencies: {},
         tsconfig: nodenextTsconfig,
+        typescript: TS_5,
         nodes: [NODE_24],
       },
     ];
