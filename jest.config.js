@@ -27,6 +27,9 @@ module.exports = {
     {
       ...common,
       displayName: 'e2e',
+      // Real Redis, databases and processes on a machine that may be busy: jest's 5 s default
+      // fails tests that are only slow. A spec that needs longer sets its own.
+      testTimeout: 60_000,
       testMatch: [
         '<rootDir>/libs/**/test/**/*.e2e-spec.ts',
         '<rootDir>/apps/**/test/**/*.e2e-spec.ts',

@@ -20,7 +20,7 @@ const prefix = randomPrefix('kill');
 const fixture = readFixture();
 const STREAM = `${prefix}ticks`;
 
-jest.setTimeout(60_000);
+jest.setTimeout(180_000);
 
 describe('consumer process killed (SIGKILL) in the middle and restarted', () => {
   let redis: Redis;

@@ -51,7 +51,8 @@ describe('Redis Cluster client (a throwaway 3-node cluster)', () => {
       const client = new Cluster(cluster.nodes);
       clients.push(client);
       const app = await Test.createTestingModule({
-        imports: [StampedeModule.forRoot({ redis: client })],
+        // A generous timeout: on a loaded machine a slow answer must not bypass the lock.
+        imports: [StampedeModule.forRoot({ redis: client, operationTimeout: 5000 })],
         providers: [ProductService],
       }).compile();
       apps.push(await app.init());

@@ -38,7 +38,10 @@ describe('single-flight against a real Redis', () => {
   beforeAll(async () => {
     redis = new Redis(REDIS_URL);
     moduleRef = await Test.createTestingModule({
-      imports: [StampedeModule.forRoot({ redis: REDIS_URL, keyPrefix: prefix })],
+      // A generous timeout: on a loaded machine the cache write must not time out (and be skipped).
+      imports: [
+        StampedeModule.forRoot({ redis: REDIS_URL, keyPrefix: prefix, operationTimeout: 5000 }),
+      ],
       providers: [PriceService],
     }).compile();
     await moduleRef.init();

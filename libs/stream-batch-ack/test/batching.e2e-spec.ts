@@ -45,6 +45,7 @@ class TicksController {
 }
 
 describe('ServerRedisStreams batches XACK (INFO commandstats on a dedicated redis-server)', () => {
+  jest.setTimeout(60_000);
   let redisServer: DedicatedRedis;
   let redis: Redis;
   let app: INestMicroservice | undefined;
