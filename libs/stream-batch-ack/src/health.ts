@@ -4,5 +4,6 @@ import './health/require-terminus';
 export {
   RedisStreamsHealthIndicator,
   type RedisStreamsHealthOptions,
+  type RedisStreamsServerHealthOptions,
 } from './health/redis-streams.health';
 export { RedisStreamsHealthModule } from './health/redis-streams-health.module';

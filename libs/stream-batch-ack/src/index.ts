@@ -109,6 +109,7 @@ export {
 export { RedisStreamsErrorInterceptor } from './nest/redis-streams-error.interceptor';
 export { IDEMPOTENT_METADATA } from './nest/redis-streams.constants';
 export { RedisStreamsModule } from './nest/redis-streams.module';
+export { RedisStreamsServerModule } from './nest/redis-streams-server.module';
 export {
   REDIS_STREAMS_MODULE_OPTIONS,
   type RedisStreamsModuleOptions,

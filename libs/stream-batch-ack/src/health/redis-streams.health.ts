@@ -1,12 +1,24 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Optional } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
 import { HealthIndicatorResult, HealthIndicatorService } from '@nestjs/terminus';
-import { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { describeError } from '../core/errors';
 import { partitionStreams } from '../partitions/partition-layout';
-import { readGroupStats } from '../partitions/partition-stats';
+import { readGroupStats, StreamGroupStats } from '../partitions/partition-stats';
 import { ServerRedisStreams } from '../transport/server-redis-streams';
 
-export interface RedisStreamsHealthOptions {
+/** Bounds and timeout, the same in both forms. */
+interface HealthBounds {
+  /** Down when the group's lag (entries not yet delivered; summed over partitions) is above this. Default: no limit. */
+  maxLag?: number;
+  /** Down when the group's pending count (delivered, not acknowledged; summed over partitions) is above this. Default: no limit. */
+  maxPending?: number;
+  /** Down when Redis does not answer within this many ms. Default 1000. */
+  timeoutMs?: number;
+}
+
+/** The explicit form: one stream and one group, through the given connection. */
+export interface RedisStreamsHealthOptions extends HealthBounds {
   /** A connected ioredis client, or the server (its command connection is used). */
   client: Redis | ServerRedisStreams;
   /** The stream, or the logical stream of a partitioned one (checked on every partition). */
@@ -17,112 +29,247 @@ export interface RedisStreamsHealthOptions {
    * server as `client`, its own `partitions` option is used.
    */
   partitions?: number;
-  /** Down when the group's lag (entries not yet delivered; summed over partitions) is above this. Default: no limit. */
-  maxLag?: number;
-  /** Down when the group's pending count (delivered, not acknowledged; summed over partitions) is above this. Default: no limit. */
-  maxPending?: number;
-  /** Down when Redis does not answer within this many ms. Default 1000. */
-  timeoutMs?: number;
 }
 
 /**
- * Terminus indicator: connection status, group lag and pending count from `XINFO GROUPS`; with the
- * server as `client`, also `groupRecreated` after the server recreated a lost consumer group.
+ * The short form: every stream a server reads, in its group, through its command connection.
+ * `maxLag` and `maxPending` apply to each stream (summed over its partitions).
+ */
+export interface RedisStreamsServerHealthOptions extends HealthBounds {
+  /**
+   * The server to check. Default: the app's `ServerRedisStreams` provider (the one
+   * `RedisStreamsServerModule` provides, or your own provider of that class).
+   */
+  server?: ServerRedisStreams;
+}
+
+const NO_SERVER =
+  'No ServerRedisStreams in this app: import RedisStreamsServerModule.forRoot() or forRootAsync() ' +
+  '(or provide ServerRedisStreams), pass { server }, or check one stream with { client, stream, group }.';
+
+/**
+ * Terminus indicator: connection status, group lag and pending count from `XINFO GROUPS`; with a
+ * server, also `groupRecreated` after the server recreated a lost consumer group.
+ *
+ * `isHealthy(key)` checks every stream the app's `ServerRedisStreams` reads, in its group;
+ * `isHealthy(key, { client, stream, group })` checks one stream of any group.
  */
 @Injectable()
 export class RedisStreamsHealthIndicator {
-  constructor(private readonly healthIndicatorService: HealthIndicatorService) {}
+  private appServer: ServerRedisStreams | undefined;
 
+  constructor(
+    private readonly healthIndicatorService: HealthIndicatorService,
+    @Optional() private readonly moduleRef?: ModuleRef,
+  ) {}
+
+  /** One stream (or the partitions of a logical stream) and one group. */
+  isHealthy<const Key extends string>(
+    key: Key,
+    options: RedisStreamsHealthOptions,
+  ): Promise<HealthIndicatorResult<Key>>;
+  /** Every stream the server reads (default: the app's ServerRedisStreams), in its group. */
+  isHealthy<const Key extends string>(
+    key: Key,
+    options?: RedisStreamsServerHealthOptions,
+  ): Promise<HealthIndicatorResult<Key>>;
   async isHealthy<const Key extends string>(
+    key: Key,
+    options: RedisStreamsHealthOptions | RedisStreamsServerHealthOptions = {},
+  ): Promise<HealthIndicatorResult<Key>> {
+    const explicit = options as Partial<RedisStreamsHealthOptions>;
+    if (
+      explicit.client !== undefined ||
+      explicit.stream !== undefined ||
+      explicit.group !== undefined
+    )
+      return this.checkStream(key, options as RedisStreamsHealthOptions);
+    return this.checkServer(key, options as RedisStreamsServerHealthOptions);
+  }
+
+  private async checkStream<const Key extends string>(
     key: Key,
     options: RedisStreamsHealthOptions,
   ): Promise<HealthIndicatorResult<Key>> {
     const indicator = this.healthIndicatorService.check(key);
     const { stream, group } = options;
-    let client: Redis;
+    if (typeof stream !== 'string' || typeof group !== 'string' || !options.client)
+      return indicator.down({
+        stream,
+        group,
+        message:
+          "Give client, stream and group together; or none of them, to check every stream of the app's ServerRedisStreams.",
+      });
+    const server = options.client instanceof ServerRedisStreams ? options.client : undefined;
+    let client: Redis | Cluster;
     try {
-      client =
-        options.client instanceof ServerRedisStreams
-          ? options.client.unwrap<[Redis, Redis]>()[1]
-          : options.client;
+      client = server ? commandClientOf(server) : (options.client as Redis);
     } catch (err) {
       return indicator.down({ stream, group, message: describeError(err) });
     }
     if (client.status !== 'ready')
       return indicator.down({ stream, group, message: `Redis connection is ${client.status}` });
-    let timer: ReturnType<typeof setTimeout> | undefined;
     try {
-      const timeoutMs = options.timeoutMs ?? 1000;
-      const server = options.client instanceof ServerRedisStreams ? options.client : undefined;
       const streams = server
         ? server.partitionStreams(stream)
         : options.partitions === undefined
           ? [stream]
           : partitionStreams(stream, options.partitions);
-      const stats = await Promise.race([
-        readGroupStats(client, stream, streams, group),
-        new Promise<never>(
-          (_, reject) =>
-            (timer = setTimeout(
-              () => reject(new Error(`Redis did not answer within ${timeoutMs} ms`)),
-              timeoutMs,
-            )),
-        ),
-      ]);
-      const missing = stats.partitions.find((p) => !p.exists);
-      if (missing)
-        return indicator.down({
-          stream,
-          group,
-          message: `Consumer group "${group}" does not exist on stream "${missing.stream}"`,
-        });
-      const { pending, lag } = stats;
-      const details: Record<string, unknown> =
-        streams.length === 1 && streams[0] === stream
-          ? {
-              stream,
-              group,
-              consumers: stats.consumers,
-              pending,
-              lag,
-              lastDeliveredId: stats.partitions[0].lastDeliveredId,
-            }
-          : {
-              stream,
-              group,
-              consumers: stats.consumers,
-              pending,
-              lag,
-              partitions: stats.partitions.map((p) => ({
-                partition: p.partition,
-                stream: p.stream,
-                consumers: p.consumers,
-                pending: p.pending,
-                lag: p.lag,
-                lastDeliveredId: p.lastDeliveredId,
-              })),
-            };
-      // Reported, not down: the group works again. Alerts come from the event and the warning.
-      const recreated = server?.groupRecreation(stream);
-      if (recreated)
-        details.groupRecreated = {
-          stream: recreated.stream,
-          fromId: recreated.fromId,
-          fromStartId: recreated.fromStartId,
-          at: recreated.at.toISOString(),
-          count: recreated.count,
-        };
-      const problems: string[] = [];
-      if (options.maxPending !== undefined && pending > options.maxPending)
-        problems.push(`pending ${pending} > ${options.maxPending}`);
-      if (options.maxLag !== undefined && lag !== null && lag > options.maxLag)
-        problems.push(`lag ${lag} > ${options.maxLag}`);
+      const [stats] = await withTimeout(
+        [readGroupStats(client, stream, streams, group)],
+        options.timeoutMs,
+      );
+      const missing = missingGroup(stats);
+      if (missing) return indicator.down({ stream, group, message: missing });
+      const { stream: _stream, ...rest } = streamDetails(stats, server);
+      const details: Record<string, unknown> = { stream, group, ...rest };
+      const problems = boundProblems(stats, options);
       if (problems.length > 0) return indicator.down({ ...details, message: problems.join(', ') });
       return indicator.up(details);
     } catch (err) {
       return indicator.down({ stream, group, message: describeError(err) });
-    } finally {
-      clearTimeout(timer);
     }
   }
+
+  private async checkServer<const Key extends string>(
+    key: Key,
+    options: RedisStreamsServerHealthOptions,
+  ): Promise<HealthIndicatorResult<Key>> {
+    const indicator = this.healthIndicatorService.check(key);
+    const server = options.server ?? this.findAppServer();
+    if (!server) return indicator.down({ message: NO_SERVER });
+    const { group } = server.options;
+    let client: Redis | Cluster;
+    try {
+      client = commandClientOf(server);
+    } catch (err) {
+      return indicator.down({ group, message: describeError(err) });
+    }
+    if (client.status !== 'ready')
+      return indicator.down({ group, message: `Redis connection is ${client.status}` });
+    const logical = server.streams;
+    if (logical.length === 0)
+      return indicator.down({
+        group,
+        message:
+          'ServerRedisStreams reads no stream: no @EventPattern or @MessagePattern handler is registered on it.',
+      });
+    try {
+      const all = await withTimeout(
+        logical.map((stream) =>
+          readGroupStats(client, stream, server.partitionStreams(stream), group),
+        ),
+        options.timeoutMs,
+      );
+      for (const stats of all) {
+        const missing = missingGroup(stats);
+        if (missing) return indicator.down({ group, message: missing });
+      }
+      let lag: number | null = 0;
+      for (const s of all) lag = lag === null || s.lag === null ? null : lag + s.lag;
+      const details: Record<string, unknown> = {
+        group,
+        pending: all.reduce((sum, s) => sum + s.pending, 0),
+        lag,
+        streams: all.map((stats) => streamDetails(stats, server)),
+      };
+      const problems = all.flatMap((stats) =>
+        boundProblems(stats, options).map((p) => `${stats.stream}: ${p}`),
+      );
+      if (problems.length > 0) return indicator.down({ ...details, message: problems.join('; ') });
+      return indicator.up(details);
+    } catch (err) {
+      return indicator.down({ group, message: describeError(err) });
+    }
+  }
+
+  /** The app's ServerRedisStreams, looked up app-wide (the module that provides it need not be global). */
+  private findAppServer(): ServerRedisStreams | undefined {
+    if (this.appServer || !this.moduleRef) return this.appServer;
+    try {
+      const found: unknown = this.moduleRef.get(ServerRedisStreams, { strict: false });
+      if (found instanceof ServerRedisStreams) this.appServer = found;
+    } catch {
+      // none registered
+    }
+    return this.appServer;
+  }
+}
+
+function commandClientOf(server: ServerRedisStreams): Redis | Cluster {
+  return server.unwrap<[Redis | Cluster, Redis | Cluster]>()[1];
+}
+
+/** Resolves with the results, or rejects when Redis has not answered within `timeoutMs`. */
+async function withTimeout<T>(work: Promise<T>[], timeoutMs = 1000): Promise<T[]> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      Promise.all(work),
+      new Promise<never>(
+        (_, reject) =>
+          (timer = setTimeout(
+            () => reject(new Error(`Redis did not answer within ${timeoutMs} ms`)),
+            timeoutMs,
+          )),
+      ),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function missingGroup(stats: StreamGroupStats): string | undefined {
+  const missing = stats.partitions.find((p) => !p.exists);
+  return missing
+    ? `Consumer group "${stats.group}" does not exist on stream "${missing.stream}"`
+    : undefined;
+}
+
+/**
+ * What is reported of one stream: its numbers, each partition's for a partitioned one, and with
+ * a server, its last recreation of the lost group (reported, not down: the group works again;
+ * alerts come from the event and the warning).
+ */
+function streamDetails(
+  stats: StreamGroupStats,
+  server: ServerRedisStreams | undefined,
+): Record<string, unknown> & { stream: string } {
+  const { stream, consumers, pending, lag, partitions } = stats;
+  const details: Record<string, unknown> & { stream: string } =
+    partitions.length === 1 && partitions[0].stream === stream
+      ? { stream, consumers, pending, lag, lastDeliveredId: partitions[0].lastDeliveredId }
+      : {
+          stream,
+          consumers,
+          pending,
+          lag,
+          partitions: partitions.map((p) => ({
+            partition: p.partition,
+            stream: p.stream,
+            consumers: p.consumers,
+            pending: p.pending,
+            lag: p.lag,
+            lastDeliveredId: p.lastDeliveredId,
+          })),
+        };
+  const recreated = server?.groupRecreation(stream);
+  if (recreated)
+    details.groupRecreated = {
+      stream: recreated.stream,
+      fromId: recreated.fromId,
+      fromStartId: recreated.fromStartId,
+      at: recreated.at.toISOString(),
+      count: recreated.count,
+    };
+  return details;
+}
+
+function boundProblems(stats: StreamGroupStats, bounds: HealthBounds): string[] {
+  const problems: string[] = [];
+  if (bounds.maxPending !== undefined && stats.pending > bounds.maxPending)
+    problems.push(`pending ${stats.pending} > ${bounds.maxPending}`);
+  if (bounds.maxLag !== undefined && stats.lag !== null && stats.lag > bounds.maxLag)
+    problems.push(`lag ${stats.lag} > ${bounds.maxLag}`);
+  return problems;
 }

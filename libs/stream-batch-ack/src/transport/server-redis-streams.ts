@@ -435,6 +435,15 @@ export class ServerRedisStreams
     );
   }
 
+  /**
+   * The streams this server reads, as its handlers name them (`@EventPattern(stream)`,
+   * `@MessagePattern(stream)`): a partitioned stream by its logical name
+   * (`partitionStreams(stream)` lists its partitions). Known once Nest registered the handlers.
+   */
+  get streams(): string[] {
+    return [...this.messageHandlers.keys()];
+  }
+
   /** The streams each blocking reader reads with one XREADGROUP call (one group on a single Redis). */
   get readerStreams(): string[][] {
     return this.readGroups.map((g) => [...g]);
