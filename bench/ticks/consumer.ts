@@ -25,7 +25,7 @@ import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
 import { Controller, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import { Ctx, Payload } from '@nestjs/microservices';
 import { Redis } from 'ioredis';
 import {
   IdempotencyStore,

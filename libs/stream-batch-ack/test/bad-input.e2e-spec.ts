@@ -1,5 +1,5 @@
 import { Controller, INestMicroservice } from '@nestjs/common';
-import { Ctx, Deserializer, EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
+import { Ctx, Deserializer, MessagePattern, Payload } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import {

@@ -1,5 +1,5 @@
 import { Controller, INestMicroservice } from '@nestjs/common';
-import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import { Ctx, Payload } from '@nestjs/microservices';
 import { Redis } from 'ioredis';
 import {
   RedisStreamsBatchContext,

@@ -1,6 +1,6 @@
 import { Controller, INestMicroservice } from '@nestjs/common';
 import { ClientsModule } from '@nestjs/microservices';
-import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import { Ctx, Payload } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';

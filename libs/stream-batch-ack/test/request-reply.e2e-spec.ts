@@ -2,7 +2,6 @@ import { Controller, INestMicroservice } from '@nestjs/common';
 import {
   Ctx,
   Deserializer,
-  EventPattern,
   MessagePattern,
   Payload,
   ReadPacket,

@@ -1,6 +1,6 @@
 import { Controller, INestMicroservice, Injectable, ModuleMetadata } from '@nestjs/common';
 import { EventEmitter2, EventEmitterModule, OnEvent } from '@nestjs/event-emitter';
-import { ClientProxy, Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import { ClientProxy, Ctx, Payload } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { context, metrics, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';

@@ -1,5 +1,5 @@
 import { Controller, Inject, Logger, Type } from '@nestjs/common';
-import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import { Ctx, Payload } from '@nestjs/microservices';
 import {
   RedisStreamsBatchContext,
   StreamEventPattern,
