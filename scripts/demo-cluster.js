@@ -14,9 +14,9 @@
  * - Runs the built apps (building them once when dist/ is missing or stale), or the TypeScript
  *   sources with `--from-source`. Binds HOST (default 127.0.0.1).
  * - Prints where to look only once every instance answers its readiness endpoint.
- * - Ctrl-C, SIGINT or SIGTERM to this process alone, its parent process exiting (npm's shell,
- *   killed by a SIGTERM to npm), or any instance exiting stops everything: the apps, the Redis
- *   servers, the temporary directory (SQLite file included), within 5 s.
+ * - Ctrl-C, SIGINT or SIGTERM to this process alone (`npm run demo:cluster` execs it: a signal
+ *   to npm reaches it), its parent process exiting, or any instance exiting stops everything:
+ *   the apps, the Redis servers, the temporary directory (SQLite file included), within 5 s.
  */
 const { mkdtempSync, rmSync } = require('node:fs');
 const { tmpdir } = require('node:os');

@@ -8,8 +8,8 @@
  * - Binds HOST (default 127.0.0.1); SHORTENER_PORT (3000) and TICKS_PORT (3001).
  * - Uses a Redis key prefix of its own (`demo:<random>:`) and a SQLite file in a temporary
  *   directory; on exit it stops everything and deletes both: on Ctrl-C, on SIGINT or SIGTERM
- *   to this process alone (a process manager's; scripts/with-redis.js passes them on), and when
- *   its parent process is gone (npm's shell, killed by a SIGTERM to npm).
+ *   to this process alone (scripts/with-redis.js passes them on, and `npm run demo` execs it:
+ *   a process manager's signal to npm reaches it), and when its parent process is gone.
  * - Prints where to look only once both apps answer their readiness endpoints.
  * - The collector publishes COLLECTOR_SYMBOLS x COLLECTOR_RATE ticks/s (default 100 x 20) and
  *   logs the rate it reaches every 10 s.

@@ -8,8 +8,8 @@
  * missing it is installed with apt-get (Debian/Ubuntu, as root), or the script says what to install.
  *
  * SIGINT and SIGTERM are passed on to the command, and this process exits once the command has
- * (with its exit code); so does the parent's exit (npm's shell, killed by a process manager's
- * SIGTERM to npm): the command gets a SIGTERM.
+ * (with its exit code). When its parent is gone (killed outright, or a shell killed by a SIGTERM
+ * it did not pass on), the command gets a SIGTERM all the same.
  *
  * Usage: node scripts/with-redis.js <command> [args...]
  */

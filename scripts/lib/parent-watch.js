@@ -1,9 +1,9 @@
 /*
- * Stopping with the parent process. `npm run <script>` runs the script through a shell
- * (`sh -c ...`) and passes a SIGINT or SIGTERM of its own on to that shell only; the shell dies
- * of it without passing it on, and the script's process is left running, adopted by init. Its
- * parent pid then changes: checking it every half second notices that the parent is gone.
- * Used by scripts/with-redis.js and the demo launchers.
+ * Stopping with the parent process. A launcher whose parent is gone without passing a signal on
+ * (killed outright, or a shell, as `npm run` starts a script with, killed by a SIGTERM) is
+ * adopted by init and would keep running, and its children with it. Its parent pid changes
+ * then: checking it every half second notices that the parent is gone. Used by
+ * scripts/with-redis.js and the demo launchers.
  */
 
 /**

@@ -132,9 +132,9 @@ describe('the demo launchers stop every process below them on a signal to the to
     expect(await chain.exited).toEqual({ code: 0, signal: null });
   });
 
-  it("npm's shell around it (`sh -c`), killed by a SIGTERM to npm: with-redis stops the command all the same", async () => {
-    // npm runs a script with `sh -c <script>` and passes a SIGTERM of its own to that shell,
-    // which dies of it: with-redis loses its parent, and must not keep the command running.
+  it('a shell around it (`sh -c`, as npm runs a script) killed by SIGTERM: with-redis stops the command all the same', async () => {
+    // The shell dies of the SIGTERM without passing it on: with-redis loses its parent, and must
+    // not keep the command running.
     const script = `node '${WITH_REDIS}' node '${FIXTURE}'`;
     const chain = start('sh', ['-c', script]);
     await waitFor('the pids line', () => /^pids \d+ \d+$/m.test(chain.output()), 60_000, 50);
@@ -146,6 +146,7 @@ describe('the demo launchers stop every process below them on a signal to the to
     process.kill(chain.pid, 'SIGTERM');
     await allGone(procs, 10_000);
     await chain.exited;
+    expect(chain.output()).toContain('[with-redis] the parent process is gone: stopping');
   });
 
   /** `npm run demo -- --from-source` on free ports, a small collector. */
@@ -177,18 +178,22 @@ describe('the demo launchers stop every process below them on a signal to the to
     expect(await redis.keys(`${prefix}*`)).toEqual([]);
   }
 
-  it('npm run demo: a SIGTERM to the npm process alone stops npm, with-redis, demo.js and the three apps', async () => {
-    const chain = start('npm', ['run', 'demo', '--', '--from-source'], await demoEnv());
-    const procs = await treeOnce(chain.pid, 'the three apps started', hasApps);
-    // npm, its shell, with-redis, demo.js and the three apps (maybe more: what npm starts).
-    expect(procs.length).toBeGreaterThanOrEqual(7);
+  it.each(['SIGTERM', 'SIGINT'] as const)(
+    'npm run demo: %s to the npm process alone stops npm, with-redis, demo.js and the three apps',
+    async (signal) => {
+      const chain = start('npm', ['run', 'demo', '--', '--from-source'], await demoEnv());
+      const procs = await treeOnce(chain.pid, 'the three apps started', hasApps);
+      // npm, with-redis, demo.js and the three apps (and a shell, were it not exec'ed).
+      expect(procs.length).toBeGreaterThanOrEqual(6);
 
-    process.kill(chain.pid, 'SIGTERM');
-    // demo.js gives the apps 4 s to close before it kills them, then deletes its keys.
-    await allGone(procs, 20_000);
-    await chain.exited;
-    await cleanedUp(chain.output);
-  });
+      process.kill(chain.pid, signal);
+      // demo.js gives the apps 4 s to close before it kills them, then deletes its keys.
+      await allGone(procs, 20_000);
+      // Stopped by the signal (0), not by an app that failed (1), and npm exited with it.
+      expect(await chain.exited).toEqual({ code: 0, signal: null });
+      await cleanedUp(chain.output);
+    },
+  );
 
   it("node scripts/demo.js: its parent's death stops it and the three apps", async () => {
     // A parent that starts demo.js and is then killed outright (SIGKILL: it cannot pass anything on).
@@ -208,5 +213,6 @@ describe('the demo launchers stop every process below them on a signal to the to
     process.kill(parent.pid, 'SIGKILL');
     await allGone(procs, 20_000);
     await cleanedUp(parent.output);
+    expect(parent.output()).toContain('[demo] the parent process is gone: stopping');
   });
 });
