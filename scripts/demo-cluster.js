@@ -14,8 +14,9 @@
  * - Runs the built apps (building them once when dist/ is missing or stale), or the TypeScript
  *   sources with `--from-source`. Binds HOST (default 127.0.0.1).
  * - Prints where to look only once every instance answers its readiness endpoint.
- * - Ctrl-C (or any instance exiting) stops everything: the apps, the Redis servers, the
- *   temporary directory (SQLite file included), within 5 s.
+ * - Ctrl-C, SIGINT or SIGTERM to this process alone (`npm run demo:cluster` execs it: a signal
+ *   to npm reaches it), its parent process exiting, or any instance exiting stops everything:
+ *   the apps, the Redis servers, the temporary directory (SQLite file included), within 5 s.
  */
 const { mkdtempSync, rmSync } = require('node:fs');
 const { tmpdir } = require('node:os');
@@ -23,6 +24,7 @@ const path = require('node:path');
 const { startLocalCluster } = require('./lib/local-cluster');
 const { buildIfStale } = require('./lib/build-if-stale');
 const { launchApp, waitReady } = require('./lib/app-processes');
+const { ignoreOutputErrors, onParentExit } = require('./lib/parent-watch');
 
 const fromSource = process.argv.includes('--from-source');
 const host = process.env.HOST ?? '127.0.0.1';
@@ -78,8 +80,13 @@ async function stop(code = 0) {
   process.exit(code);
 }
 
+ignoreOutputErrors();
 process.on('SIGINT', () => void stop(0));
 process.on('SIGTERM', () => void stop(0));
+onParentExit(() => {
+  say('the parent process is gone: stopping');
+  void stop(0);
+});
 
 async function main() {
   if (!fromSource && !buildIfStale(say)) {

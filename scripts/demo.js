@@ -7,7 +7,9 @@
  *   sources; `--from-source` runs the TypeScript sources instead (slower to start, no build).
  * - Binds HOST (default 127.0.0.1); SHORTENER_PORT (3000) and TICKS_PORT (3001).
  * - Uses a Redis key prefix of its own (`demo:<random>:`) and a SQLite file in a temporary
- *   directory; on exit (Ctrl-C) it stops everything and deletes both.
+ *   directory; on exit it stops everything and deletes both: on Ctrl-C, on SIGINT or SIGTERM
+ *   to this process alone (scripts/with-redis.js passes them on, and `npm run demo` execs it:
+ *   a process manager's signal to npm reaches it), and when its parent process is gone.
  * - Prints where to look only once both apps answer their readiness endpoints.
  * - The collector publishes COLLECTOR_SYMBOLS x COLLECTOR_RATE ticks/s (default 100 x 20) and
  *   logs the rate it reaches every 10 s.
@@ -19,6 +21,7 @@ const path = require('node:path');
 const { Redis } = require('ioredis');
 const { buildIfStale } = require('./lib/build-if-stale');
 const { launchApp, waitReady } = require('./lib/app-processes');
+const { ignoreOutputErrors, onParentExit } = require('./lib/parent-watch');
 
 const fromSource = process.argv.includes('--from-source');
 const host = process.env.HOST ?? '127.0.0.1';
@@ -120,8 +123,13 @@ async function stop(code = 0) {
   process.exit(code);
 }
 
+ignoreOutputErrors();
 process.on('SIGINT', () => void stop(0));
 process.on('SIGTERM', () => void stop(0));
+onParentExit(() => {
+  say('the parent process is gone: stopping');
+  void stop(0);
+});
 
 async function main() {
   if (!fromSource && !buildIfStale(say)) {

@@ -7,6 +7,10 @@
  * Some tests also start and kill their own redis-server, so the binary must exist: when it is
  * missing it is installed with apt-get (Debian/Ubuntu, as root), or the script says what to install.
  *
+ * SIGINT and SIGTERM are passed on to the command, and this process exits once the command has
+ * (with its exit code). When its parent is gone (killed outright, or a shell killed by a SIGTERM
+ * it did not pass on), the command gets a SIGTERM all the same.
+ *
  * Usage: node scripts/with-redis.js <command> [args...]
  */
 const { spawn, spawnSync } = require('node:child_process');
@@ -14,6 +18,7 @@ const net = require('node:net');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
+const { ignoreOutputErrors, onParentExit } = require('./lib/parent-watch');
 
 function log(msg) {
   process.stderr.write(`[with-redis] ${msg}\n`);
@@ -119,7 +124,24 @@ async function startRedis(bin) {
   throw new Error(`redis-server did not answer on 127.0.0.1:${port}`);
 }
 
+/** The command, once started. */
+let child;
+/** A signal received before the command started: main() stops instead of starting it. */
+let signalled;
+
+function onSignal(signal) {
+  // Forwarded; the command's exit ends this process (see main).
+  if (child) child.kill(signal);
+  else signalled = signal;
+}
+
 async function main() {
+  ignoreOutputErrors();
+  for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => onSignal(signal));
+  onParentExit(() => {
+    log('the parent process is gone: stopping');
+    onSignal('SIGTERM');
+  });
   const cmd = process.argv.slice(2);
   if (cmd.length === 0) {
     log('usage: node scripts/with-redis.js <command> [args...]');
@@ -145,12 +167,15 @@ async function main() {
       fs.rmSync(started.dir, { recursive: true, force: true });
     }
   };
-  const child = spawn(cmd[0], cmd.slice(1), {
+  if (signalled) {
+    stop();
+    process.exit(128 + os.constants.signals[signalled]);
+  }
+  child = spawn(cmd[0], cmd.slice(1), {
     stdio: 'inherit',
     env,
     shell: process.platform === 'win32',
   });
-  for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));
   child.on('exit', (code, signal) => {
     stop();
     process.exit(code ?? (signal ? 1 : 0));

@@ -21,7 +21,7 @@ function newestSource(dir) {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const file = path.join(dir, entry.name);
     if (entry.isDirectory()) newest = Math.max(newest, newestSource(file));
-    else if (/\.(ts|html|css|js)$/.test(entry.name))
+    else if (/\.(ts|html|css|js|svg)$/.test(entry.name))
       newest = Math.max(newest, statSync(file).mtimeMs);
   }
   return newest;

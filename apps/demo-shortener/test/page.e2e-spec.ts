@@ -63,6 +63,9 @@ describe('shortener page in Chromium', () => {
   const sqlite = tempSqlite(id);
   const hits: string[] = [];
   const consoleErrors: string[] = [];
+  /** Every answer the page got (`status url`), and the loads the browser logged as failed. */
+  const responses: string[] = [];
+  const failedLoads: string[] = [];
   let app: NestFastifyApplication;
   let base: string;
   let target: Server;
@@ -98,11 +101,13 @@ describe('shortener page in Chromium', () => {
       origin: base,
     });
     page = await browser.context.newPage();
+    page.on('response', (r) => responses.push(`${r.status()} ${r.url()}`));
     page.on('console', (msg) => {
       // Script errors and CSP violations; answers such as the 400 under test are logged too.
-      if (msg.type() === 'error' && !/^Failed to load resource/.test(msg.text())) {
-        consoleErrors.push(msg.text());
-      }
+      if (msg.type() !== 'error') return;
+      if (/^Failed to load resource/.test(msg.text()))
+        failedLoads.push(`${msg.text()} ${msg.location().url}`);
+      else consoleErrors.push(msg.text());
     });
     page.on('pageerror', (err) => consoleErrors.push(err.message));
   });
@@ -141,6 +146,25 @@ describe('shortener page in Chromium', () => {
     expect(html).not.toMatch(/<style|\sstyle=|\son[a-z]+=/); // no inline style or handlers
     // The script ran (the panel fills in), under that policy.
     await page.locator('#cache-state', { hasText: 'Redis connected' }).waitFor(WAIT);
+
+    // The page's icon is its own file (the policy allows images of this origin only): the
+    // browser loads it, and nothing answered 404 or was logged as a failed load (a browser asks
+    // for /favicon.ico when a page names no icon). The page is loaded: no wait for its link.
+    const iconLink = page.locator('link[rel="icon"]');
+    expect(await iconLink.getAttribute('href', { timeout: 1000 })).toBe('/_/favicon.svg');
+    const iconLoaded = () => responses.includes(`200 ${base}/_/favicon.svg`);
+    if (!(await waitFor(async () => iconLoaded(), WAIT_MS)))
+      throw new Error(`the icon was not loaded; the page's answers: ${responses.join(', ')}`);
+    expect(responses.filter((r) => r.startsWith('404 '))).toEqual([]);
+    expect(failedLoads).toEqual([]);
+    expect(consoleErrors).toEqual([]);
+    const icon = await fetch(`${base}/_/favicon.svg`);
+    expect(icon.status).toBe(200);
+    expect(icon.headers.get('content-type')).toMatch(/^image\/svg\+xml/);
+    expect(await icon.text()).toMatch(/^<svg /);
+    // What a browser asks for when a page names no icon (the JSON endpoints): not a 404, and not
+    // taken for a short link.
+    expect((await fetch(`${base}/favicon.ico`, { redirect: 'manual' })).status).toBe(204);
   });
 
   it('shortens a URL through the form (POST /urls as JSON), shows the link and copies it', async () => {

@@ -53,13 +53,21 @@ describe('the ticks page (headless Chromium)', () => {
   const candleCount = async (symbol: string, interval: string) =>
     (await api(`/symbols/${symbol}/candles?interval=${interval}&limit=1000`)).candles.length;
 
-  /** Opens the page, recording every request, uncaught error and CSP violation. */
+  /**
+   * Opens the page, recording every request, every answer (`status url`), uncaught errors and
+   * console errors (a failed load of the icon included), and CSP violations.
+   */
   async function openPage(path = '/') {
     const page = await chromium.context.newPage();
     const requests: string[] = [];
+    const responses: string[] = [];
     const errors: string[] = [];
     page.on('request', (request) => requests.push(request.url()));
+    page.on('response', (response) => responses.push(`${response.status()} ${response.url()}`));
     page.on('pageerror', (err) => errors.push(String(err)));
+    page.on('console', (message) => {
+      if (message.type() === 'error') errors.push(`console: ${message.text()}`);
+    });
     await page.addInitScript(() => {
       const w = globalThis as any;
       w.__violations = [];
@@ -68,7 +76,7 @@ describe('the ticks page (headless Chromium)', () => {
       );
     });
     await page.goto(`${ticks.url}${path}`);
-    return { page, requests, errors };
+    return { page, requests, responses, errors };
   }
 
   /** The symbol list as shown: the text of each name and the price it displays. */
@@ -161,6 +169,13 @@ describe('the ticks page (headless Chromium)', () => {
     expect(await charts.text()).toContain('window.LightweightCharts');
     for (const file of ['ticks-page.js', 'ticks-page.css'])
       expect((await fetch(`${ticks.url}/_/assets/${file}`)).status).toBe(200);
+    const icon = await fetch(`${ticks.url}/_/assets/favicon.svg`);
+    expect(icon.status).toBe(200);
+    expect(icon.headers.get('content-type')).toMatch(/^image\/svg\+xml/);
+    expect(await icon.text()).toMatch(/^<svg /);
+    // What a browser asks for when a page names no icon (the JSON endpoints): not a 404.
+    const ico = await fetch(`${ticks.url}/favicon.ico`);
+    expect(ico.status).toBe(204);
 
     const bad = await fetch(`${ticks.url}/_/events?symbol=${encodeURIComponent(URL_MARKUP)}`);
     expect(bad.status).toBe(400);
@@ -168,7 +183,7 @@ describe('the ticks page (headless Chromium)', () => {
   });
 
   it('lists the symbols with their last price and draws candles of the first one, loading nothing from elsewhere', async () => {
-    const { page, requests, errors } = await openPage();
+    const { page, requests, responses, errors } = await openPage();
     try {
       const prices = Object.fromEntries(
         await Promise.all(
@@ -229,6 +244,18 @@ describe('the ticks page (headless Chromium)', () => {
           `${origin}/_/assets/ticks-page.css`,
         ]),
       );
+      // The page's icon is its own file (the policy allows images of this origin only); nothing
+      // answered 404, and no failed load was logged (a browser asks for /favicon.ico otherwise).
+      const icon = await page.evaluate(() =>
+        (globalThis as any).document.querySelector('link[rel="icon"]')?.getAttribute('href'),
+      );
+      expect(icon).toBe('_/assets/favicon.svg');
+      await waitUntil(
+        'the icon loaded',
+        async () => responses,
+        (r) => r.includes(`200 ${origin}/_/assets/favicon.svg`),
+      );
+      expect(responses.filter((r) => r.startsWith('404 '))).toEqual([]);
       expect(await page.evaluate(() => (globalThis as any).__violations)).toEqual([]);
       expect(errors).toEqual([]);
     } finally {
@@ -352,6 +379,44 @@ describe('the ticks page (headless Chromium)', () => {
       );
       for (const name of ['lag', 'pending', 'ackQueue', 'inFlight', 'handledTotal', 'xackTotal'])
         expect(seen[name]).toMatch(/^\d+$/);
+      // Every figure, and its label, says on hover what it counts.
+      const titles = await page.$$eval('#stats dd[data-stat]', (dds: any[]) =>
+        dds.map((dd) => ({
+          stat: dd.dataset.stat as string,
+          label: (dd.previousElementSibling.textContent as string).trim(),
+          labelTitle: dd.previousElementSibling.title as string,
+          title: dd.title as string,
+        })),
+      );
+      expect(titles.map((t) => t.stat)).toEqual([
+        'ticksPerSec',
+        'lag',
+        'pending',
+        'xacksPerSec',
+        'idsPerXack',
+        'ackQueue',
+        'inFlight',
+        'handledTotal',
+        'xackTotal',
+      ]);
+      for (const t of titles) {
+        expect(t.title.length).toBeGreaterThan(20);
+        expect(t.labelTitle).toBe(t.title);
+      }
+      const titleOf = (label: string) => titles.find((t) => t.label === label)?.title;
+      expect(titleOf('pending')).toMatch(
+        /^Entries delivered to the group's consumers and not acknowledged yet \(XPENDING\)/,
+      );
+      expect(titleOf('awaiting XACK')).toMatch(
+        /^Entries handled here, queued in the transport's ack batcher/,
+      );
+      expect(titleOf('lag')).toMatch(
+        /^Entries in the stream not delivered to the consumer group yet/,
+      );
+      expect(titleOf('in flight')).toMatch(/handling has not finished/);
+      expect(titleOf('throughput')).toMatch(/per second/);
+      expect(titleOf('XACK rate')).toMatch(/per second/);
+      expect(titleOf('ids per XACK')).toMatch(/per XACK/);
       expect(Number(seen.handledTotal)).toBeGreaterThanOrEqual(history.length);
       expect(await page.textContent('#stats dd[data-stat="ticksPerSec"]')).toMatch(/ticks\/s$/);
       await waitUntil(
@@ -366,6 +431,99 @@ describe('the ticks page (headless Chromium)', () => {
       live = false;
       await publishing;
       await page.close();
+    }
+  });
+
+  it('draws a symbol with a few candles as a few narrow candles, and counts them in words ("1 candle")', async () => {
+    // Two new symbols: one with 1 one-minute candle, one with 3 (up, down, up), each candle a
+    // tall body (from its open to its close, the whole range of the chart).
+    const minute = Math.floor(Date.now() / 60_000) * 60_000 - 5 * 60_000;
+    const candle = (symbol: string, start: number, open: number, close: number): FixtureTick[] => [
+      { symbol, price: open, qty: 1, ts: start + 1000 },
+      { symbol, price: close, qty: 1, ts: start + 30_000 },
+    ];
+    await publish(redis, ticks.config.consumer.stream, [
+      ...candle('FEW1', minute, 100, 110),
+      ...candle('FEW3', minute - 120_000, 100, 110),
+      ...candle('FEW3', minute - 60_000, 110, 100),
+      ...candle('FEW3', minute, 100, 110),
+    ]);
+    // (A symbol without ticks yet is a 404 without candles.)
+    const stored = async (symbol: string) =>
+      ((await api(`/symbols/${symbol}/candles?interval=1m&limit=10`)).candles ?? []).length;
+    await waitFor(
+      'the candles of FEW1 and FEW3',
+      async () => (await stored('FEW1')) === 1 && (await stored('FEW3')) === 3,
+      PAGE_WAIT_MS,
+      200,
+    );
+
+    /**
+     * The candle bodies on the chart's pane as the user sees them: the runs of pixel columns
+     * with at least 8 pixels of a candle colour (the last price's dashed line has 1), and the
+     * pane's width.
+     */
+    const bodies = (page: Page) =>
+      page.evaluate(() => {
+        const colors = [
+          [0x26, 0xa6, 0x9a],
+          [0xef, 0x53, 0x50],
+        ];
+        const canvases = [...(globalThis as any).document.querySelectorAll('#chart canvas')];
+        const width = Math.max(...canvases.map((c: any) => c.width as number));
+        const columns = new Array<number>(width).fill(0);
+        // The pane's canvases are the widest (the price axis has its own, narrower ones).
+        for (const canvas of canvases.filter((c: any) => c.width === width && c.height > 0)) {
+          const { data } = canvas.getContext('2d').getImageData(0, 0, width, canvas.height);
+          for (let i = 0; i < data.length; i += 4)
+            if (
+              colors.some(
+                ([r, g, b]) =>
+                  Math.abs(data[i] - r) < 4 &&
+                  Math.abs(data[i + 1] - g) < 4 &&
+                  Math.abs(data[i + 2] - b) < 4,
+              )
+            )
+              columns[(i / 4) % width]++;
+        }
+        const runs: { from: number; to: number }[] = [];
+        columns.forEach((n, x) => {
+          if (n < 8) return;
+          const last = runs[runs.length - 1];
+          if (last && last.to === x - 1) last.to = x;
+          else runs.push({ from: x, to: x });
+        });
+        return { width, runs: runs.map(({ from, to }) => ({ from, width: to - from + 1 })) };
+      });
+
+    for (const [symbol, count, text] of [
+      ['FEW1', 1, /^1 candle · .* · 2 trades$/],
+      ['FEW3', 3, /^3 candles · .* · 2 trades$/],
+    ] as const) {
+      const { page, errors } = await openPage(`/?symbol=${symbol}&interval=1m`);
+      try {
+        await waitUntil(
+          `the chart of ${symbol}`,
+          () => readout(page),
+          (r) => r.symbol === symbol && r.candles === String(count),
+        );
+        expect(await page.textContent('#readout')).toMatch(text);
+        const drawn = await waitUntil(
+          `${count} candle bodies drawn`,
+          () => bodies(page),
+          (b) => b.runs.length === count,
+        );
+        // Each candle is as narrow as one of an hour of 1m candles (at most 1/20 of the chart,
+        // where one stretched candle would take most of it), the newest in the right half.
+        for (const body of drawn.runs) {
+          expect(body.width).toBeGreaterThanOrEqual(2);
+          expect(body.width).toBeLessThanOrEqual(drawn.width / 20);
+        }
+        expect(drawn.runs[count - 1].from).toBeGreaterThan(drawn.width / 2);
+        expect(errors).toEqual([]);
+      } finally {
+        await page.close();
+      }
     }
   });
 

@@ -18,6 +18,7 @@ export const PAGE_FILES = {
   'index.html': 'text/html; charset=utf-8',
   'page.js': 'text/javascript; charset=utf-8',
   'page.css': 'text/css; charset=utf-8',
+  'favicon.svg': 'image/svg+xml',
 } as const;
 
 export type PageFile = keyof typeof PAGE_FILES;

@@ -4,8 +4,11 @@ import { loadPageAssets, PageAsset, PageFile } from './page-assets';
 import { PAGE_SECURITY_HEADERS } from './security-headers';
 
 /**
- * The shortener's page: `GET /` and its two files under `/_/` (a path no code can take: `_` is
- * not Base62), all with the strict Content-Security-Policy. The files are read once, at start-up.
+ * The shortener's page: `GET /` and its files under `/_/` (a path no code can take: `_` is not
+ * Base62), all with the strict Content-Security-Policy; its icon is one of them, so that the
+ * policy's `img-src 'self'` allows it. The files are read once, at start-up. `GET /favicon.ico`,
+ * which browsers ask for when a page names no icon (the JSON endpoints), answers 204 No Content
+ * (no code has a dot, so it is not a short link either).
  */
 @Controller()
 export class PageController {
@@ -24,6 +27,16 @@ export class PageController {
   @Get('_/page.css')
   style(@Req() request: FastifyRequest, @Res() reply: FastifyReply): void {
     this.send('page.css', request, reply);
+  }
+
+  @Get('_/favicon.svg')
+  icon(@Req() request: FastifyRequest, @Res() reply: FastifyReply): void {
+    this.send('favicon.svg', request, reply);
+  }
+
+  @Get('favicon.ico')
+  noIcon(@Res() reply: FastifyReply): void {
+    void reply.status(204).header('Cache-Control', 'max-age=86400').send();
   }
 
   private send(name: PageFile, request: FastifyRequest, reply: FastifyReply): void {

@@ -11,6 +11,7 @@ export const PAGE_FILES = [
   'index.html',
   'ticks-page.js',
   'ticks-page.css',
+  'favicon.svg',
   'lightweight-charts.js',
 ] as const;
 

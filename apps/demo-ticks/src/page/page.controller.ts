@@ -3,6 +3,7 @@ import {
   Controller,
   Get,
   Header,
+  HttpCode,
   Inject,
   MessageEvent,
   Query,
@@ -42,8 +43,10 @@ export const PageHeaders = (): MethodDecorator =>
   );
 
 /**
- * GET / (the ticks page), its files under /_/assets/, and its live events on /_/events (server-sent
- * events, see TicksLiveFeed).
+ * GET / (the ticks page), its files under /_/assets/ (the page's icon among them, so that the
+ * policy's `img-src 'self'` allows it), and its live events on /_/events (server-sent events, see
+ * TicksLiveFeed). GET /favicon.ico, which browsers ask for when a page names no icon (the JSON
+ * endpoints), answers 204 No Content rather than 404.
  */
 @Controller()
 export class PageController {
@@ -72,6 +75,18 @@ export class PageController {
   style(): string {
     return this.file('ticks-page.css');
   }
+
+  @Get('_/assets/favicon.svg')
+  @PageHeaders()
+  @Header('Content-Type', 'image/svg+xml')
+  icon(): string {
+    return this.file('favicon.svg');
+  }
+
+  @Get('favicon.ico')
+  @HttpCode(204)
+  @Header('Cache-Control', 'max-age=86400')
+  noIcon(): void {}
 
   @Get('_/assets/lightweight-charts.js')
   @PageHeaders()

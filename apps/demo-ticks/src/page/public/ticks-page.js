@@ -13,6 +13,12 @@
   const INTERVALS = ['1m', '5m', '30m'];
   const UP = '#26a69a';
   const DOWN = '#ef5350';
+  /**
+   * The chart shows at least this many candle widths: a few candles (a fresh start, a new
+   * symbol) are drawn as narrow as in an hour of 1m candles, the newest on the right, rather
+   * than one candle stretched over the whole chart.
+   */
+  const MIN_VISIBLE_BARS = 60;
 
   const el = (id) => document.getElementById(id);
   const status = el('status');
@@ -34,6 +40,8 @@
   const priceFormat = new Intl.NumberFormat('en-US', { maximumFractionDigits: 8 });
   const countFormat = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
   const rateFormat = new Intl.NumberFormat('en-US', { maximumFractionDigits: 1 });
+  /** `1 candle`, `2 candles`. */
+  const counted = (n, one, many) => `${countFormat.format(n)} ${n === 1 ? one : many}`;
 
   function showNotice(text) {
     notice.textContent = text;
@@ -88,6 +96,17 @@
     volumeSeries.setData(candles.map(toVolume));
   }
 
+  /**
+   * Fits the candles into the chart: all of them when there are MIN_VISIBLE_BARS or more, else
+   * the last MIN_VISIBLE_BARS positions, the candles at their right end (nothing to the left yet).
+   */
+  function frame() {
+    const count = state.candles.size;
+    if (count >= MIN_VISIBLE_BARS) chart.timeScale().fitContent();
+    else if (count > 0)
+      chart.timeScale().setVisibleLogicalRange({ from: count - MIN_VISIBLE_BARS, to: count });
+  }
+
   const sameCandle = (a, b) =>
     a !== undefined &&
     ['open', 'high', 'low', 'close', 'volume', 'trades'].every((k) => a[k] === b[k]);
@@ -96,10 +115,11 @@
   function showCandles(message) {
     if (message.symbol !== state.symbol || message.interval !== state.interval) return;
     const newest = () => Math.max(-Infinity, ...state.candles.keys());
+    const before = state.candles.size;
     if (message.reset) {
       state.candles = new Map(message.candles.map((c) => [c.start, c]));
       drawAll();
-      chart.timeScale().fitContent();
+      frame();
     } else {
       let redraw = false;
       for (const c of message.candles) {
@@ -114,6 +134,8 @@
         }
       }
       if (redraw) drawAll();
+      // A new candle while there are only a few: kept at the same width (the first one too).
+      if (state.candles.size !== before && state.candles.size < MIN_VISIBLE_BARS) frame();
     }
     showReadout();
   }
@@ -131,10 +153,13 @@
     }
     const time = new Date(last.start).toISOString().slice(0, 16).replace('T', ' ');
     const f = (n) => priceFormat.format(n);
-    readout.textContent =
-      `${state.candles.size} candles · ${time} UTC · O ${f(last.open)} H ${f(last.high)} ` +
-      `L ${f(last.low)} C ${f(last.close)} · volume ${countFormat.format(last.volume)} · ` +
-      `${countFormat.format(last.trades)} trades`;
+    readout.textContent = [
+      counted(state.candles.size, 'candle', 'candles'),
+      `${time} UTC`,
+      `O ${f(last.open)} H ${f(last.high)} L ${f(last.low)} C ${f(last.close)}`,
+      `volume ${countFormat.format(last.volume)}`,
+      counted(last.trades, 'trade', 'trades'),
+    ].join(' · ');
   }
 
   /** A row of the symbol list, created on first sight, kept in alphabetical order. */
@@ -177,6 +202,12 @@
       const first = [...state.rows.keys()].sort().find((s) => SYMBOL_PATTERN.test(s));
       if (first !== undefined) choose(first, { keepNotice: true });
     }
+  }
+
+  // Each figure explains itself on hover, as its label does.
+  for (const dd of el('stats').querySelectorAll('dd[data-stat]')) {
+    const dt = dd.previousElementSibling;
+    if (dt && dt.title) dd.title = dt.title;
   }
 
   function showStats(stats) {
