@@ -5,6 +5,7 @@ import { describeError } from '../core/errors';
 import { partitionStreams } from '../partitions/partition-layout';
 import { readGroupStats } from '../partitions/partition-stats';
 import { ServerRedisStreams } from '../transport/server-redis-streams';
+import { reportWarnings, streamHealthVerdict } from './health-status';
 
 export interface RedisStreamsHealthOptions {
   /** A connected ioredis client, or the server (its command connection is used). */
@@ -21,6 +22,13 @@ export interface RedisStreamsHealthOptions {
   maxLag?: number;
   /** Down when the group's pending count (delivered, not acknowledged; summed over partitions) is above this. Default: no limit. */
   maxPending?: number;
+  /**
+   * Degraded (terminus 12) when the lag is above this but not above `maxLag`. On terminus 11,
+   * which has no degraded status, the check stays up with a `warning` detail. Default: none.
+   */
+  warnLag?: number;
+  /** Degraded (terminus 12) when the pending count is above this but not above `maxPending`; see `warnLag`. */
+  warnPending?: number;
   /** Down when Redis does not answer within this many ms. Default 1000. */
   timeoutMs?: number;
 }
@@ -28,6 +36,8 @@ export interface RedisStreamsHealthOptions {
 /**
  * Terminus indicator: connection status, group lag and pending count from `XINFO GROUPS`; with the
  * server as `client`, also `groupRecreated` after the server recreated a lost consumer group.
+ * Down above `maxLag` / `maxPending`; degraded above `warnLag` / `warnPending` (terminus 12; on
+ * terminus 11 up, with a `warning` detail).
  */
 @Injectable()
 export class RedisStreamsHealthIndicator {
@@ -112,13 +122,13 @@ export class RedisStreamsHealthIndicator {
           at: recreated.at.toISOString(),
           count: recreated.count,
         };
-      const problems: string[] = [];
-      if (options.maxPending !== undefined && pending > options.maxPending)
-        problems.push(`pending ${pending} > ${options.maxPending}`);
-      if (options.maxLag !== undefined && lag !== null && lag > options.maxLag)
-        problems.push(`lag ${lag} > ${options.maxLag}`);
-      if (problems.length > 0) return indicator.down({ ...details, message: problems.join(', ') });
-      return indicator.up(details);
+      const verdict = streamHealthVerdict({ pending, lag }, options);
+      if (verdict.status === 'down')
+        return indicator.down({
+          ...details,
+          message: [...verdict.problems, ...verdict.warnings].join(', '),
+        });
+      return reportWarnings<HealthIndicatorResult<Key>>(indicator, details, verdict.warnings);
     } catch (err) {
       return indicator.down({ stream, group, message: describeError(err) });
     } finally {
