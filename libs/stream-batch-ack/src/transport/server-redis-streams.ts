@@ -535,6 +535,19 @@ export class ServerRedisStreams
     return this.closePromise;
   }
 
+  /**
+   * A Nest lifecycle hook, called when this instance is also a provider of the app (as for the
+   * health check: `{ provide: ServerRedisStreams, useValue: server }`): closes the server, as
+   * `close()`. A hybrid app (`connectMicroservice()`) runs every `onModuleDestroy` hook, root
+   * module first, then the modules it imports, before it closes its connected microservices; so
+   * the server provided in the root module stops reading, lets its running handlers finish and
+   * flushes its acks while the providers of the imported modules (which the handlers use) are
+   * still alive. Nest's own `close()` of the server later is then a no-op.
+   */
+  onModuleDestroy(): Promise<void> {
+    return this.close();
+  }
+
   private async doClose(): Promise<void> {
     this.isManuallyClosed = true;
     this.gate?.close();
