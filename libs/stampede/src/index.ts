@@ -19,7 +19,7 @@ export { StampedeInterceptor } from './nest/stampede.interceptor';
 
 export type { Duration } from './core/duration';
 export { currentLoadSignal } from './core/stampede-engine';
-export type { Loader } from './core/stampede-engine';
+export type { Loader, StampedeFailSafeState } from './core/stampede-engine';
 export type { StampedeSerializer } from './core/envelope';
 export type {
   PolicyOptions,

@@ -205,4 +205,89 @@ describe('StampedeEngine (memory store, fake clock and random)', () => {
     expect(warnings[1]).toMatch(/and 49 more failed recomputation\(s\) since the last warning/);
     await eager.close();
   });
+
+  describe('failSafeState(): values served stale because their refresh failed', () => {
+    const policy = resolvePolicy({ ttl: 1000, grace: 5000, graceBackoff: 100 }, 60_000, 't');
+
+    /** A loader that fails while `failing` is set; the value is the load count otherwise. */
+    function flaky() {
+      const state = { failing: false, loads: 0 };
+      const loader = async () => {
+        state.loads++;
+        if (state.failing) throw new Error('backend down');
+        return state.loads;
+      };
+      return { state, loader };
+    }
+
+    it('none at first; a failed refresh within grace puts the key in it, with its method', async () => {
+      const { state, loader } = flaky();
+      expect(await engine.getOrLoad('k', loader, policy, 'Rates.rate')).toBe(1);
+      expect(engine.failSafeState()).toBeUndefined();
+      state.failing = true;
+      clock.t += 1500; // stale, within grace
+      expect(await engine.getOrLoad('k', loader, policy, 'Rates.rate')).toBe(1);
+      await flush();
+      expect(engine.failSafeState()).toEqual({ keys: 1, methods: ['Rates.rate'], since: clock.t });
+      const since = clock.t;
+      // Still failing on the next attempt: still in it, since the first failure.
+      clock.t += 200;
+      expect(await engine.getOrLoad('k', loader, policy, 'Rates.rate')).toBe(1);
+      await flush();
+      expect(engine.failSafeState()).toEqual({ keys: 1, methods: ['Rates.rate'], since });
+    });
+
+    it('leaves it when a refresh succeeds', async () => {
+      const { state, loader } = flaky();
+      await engine.getOrLoad('k', loader, policy, 'm');
+      state.failing = true;
+      clock.t += 1500;
+      await engine.getOrLoad('k', loader, policy, 'm');
+      await flush();
+      expect(engine.failSafeState()?.keys).toBe(1);
+      state.failing = false;
+      clock.t += 200; // past graceBackoff: the next stale read refreshes again
+      await engine.getOrLoad('k', loader, policy, 'm');
+      await flush();
+      await flush();
+      expect(engine.failSafeState()).toBeUndefined();
+      expect(await engine.getOrLoad('k', loader, policy, 'm')).toBe(state.loads); // fresh
+    });
+
+    it('leaves it when grace ends, or when the key is invalidated', async () => {
+      const { state, loader } = flaky();
+      await engine.getOrLoad('a', loader, policy, 'm1');
+      await engine.getOrLoad('b', loader, policy, 'm2');
+      state.failing = true;
+      clock.t += 1500;
+      await engine.getOrLoad('a', loader, policy, 'm1');
+      await engine.getOrLoad('b', loader, policy, 'm2');
+      await flush();
+      expect(engine.failSafeState()).toMatchObject({ keys: 2, methods: ['m1', 'm2'] });
+      await engine.invalidate('b');
+      expect(engine.failSafeState()).toMatchObject({ keys: 1, methods: ['m1'] });
+      clock.t += 5000; // past a's grace (expiry + 5 s): no stale value is served any more
+      expect(engine.failSafeState()).toBeUndefined();
+    });
+
+    it('an early recomputation that fails is not a fail-safe (the value is still fresh)', async () => {
+      const eager = resolvePolicy({ ttl: 1000, grace: 5000, xfetch: { beta: 1 } }, 60_000, 't');
+      const { state, loader } = flaky();
+      random = 0.999_999; // the earliest moment: due from half the TTL on
+      await engine.getOrLoad(
+        'k',
+        async () => {
+          clock.t += 100;
+          return loader();
+        },
+        eager,
+      );
+      state.failing = true;
+      clock.t += 600;
+      await engine.getOrLoad('k', loader, eager);
+      await flush();
+      expect(state.loads).toBe(2); // the recomputation ran and failed
+      expect(engine.failSafeState()).toBeUndefined();
+    });
+  });
 });

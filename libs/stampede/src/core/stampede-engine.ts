@@ -91,6 +91,19 @@ interface LockOutcome<T> {
   joined?: boolean;
 }
 
+/** Values served stale after a failed refresh within grace (see `StampedeEngine#failSafeState`). */
+export interface StampedeFailSafeState {
+  /** How many keys (at most 10,000 are tracked). */
+  keys: number;
+  /** Their methods (`Class.method`, or getOrLoad names), sorted; at most 10. */
+  methods: string[];
+  /** When the oldest of them was first served stale after a failed refresh (epoch ms). */
+  since: number;
+}
+
+const MAX_FAIL_SAFE_KEYS = 10_000;
+const MAX_FAIL_SAFE_METHODS = 10;
+
 /**
  * The get-or-load flow of DESIGN.md sections 3 and 9: the in-process tier, single-flight, read,
  * XFetch early recomputation, grace (stale-while-revalidate and fail-safe), distributed lock with
@@ -137,6 +150,11 @@ export class StampedeEngine {
   private refreshFailuresUnreported = 0;
   /** Since when the store fails (a failure after a success); undefined while it answers. */
   private storeDownSince: number | undefined;
+  /**
+   * Keys served stale because their refresh within grace failed (fail-safe), oldest failure
+   * first: until a value of theirs is loaded or read fresh, they are invalidated, or grace ends.
+   */
+  private readonly failSafe = new Map<string, { method: string; since: number; until: number }>();
 
   constructor(deps: EngineDeps) {
     this.store = deps.store;
@@ -178,6 +196,7 @@ export class StampedeEngine {
     m.calls++;
     const held = this.fromL1<T>(key, policy, tags);
     if (held) {
+      if (this.failSafe.size > 0) this.failSafe.delete(key);
       m.hits++;
       m.l1Hits++;
       if (this.telemetry.traceL1Hits) e.telemetry.start(key)?.end('l1', false, false, false);
@@ -258,6 +277,42 @@ export class StampedeEngine {
     return this.lastKnown.stats;
   }
 
+  /**
+   * The values served stale right now because their refresh within grace failed (fail-safe), or
+   * undefined when there are none. A key leaves it when a value of it is loaded or read fresh,
+   * when it is invalidated, or when its grace ends.
+   */
+  failSafeState(): StampedeFailSafeState | undefined {
+    if (this.failSafe.size === 0) return undefined;
+    const now = this.clock.now();
+    const methods = new Set<string>();
+    let since = Infinity;
+    for (const [key, entry] of this.failSafe) {
+      if (entry.until <= now) {
+        this.failSafe.delete(key);
+        continue;
+      }
+      methods.add(entry.method);
+      since = Math.min(since, entry.since);
+    }
+    if (this.failSafe.size === 0) return undefined;
+    return {
+      keys: this.failSafe.size,
+      methods: [...methods].sort().slice(0, MAX_FAIL_SAFE_METHODS),
+      since,
+    };
+  }
+
+  private noteFailSafe(key: string, method: string, until: number): void {
+    const previous = this.failSafe.get(key);
+    this.failSafe.delete(key); // kept in order of the last failure
+    if (this.failSafe.size >= MAX_FAIL_SAFE_KEYS) {
+      const oldest = this.failSafe.keys().next().value;
+      if (oldest !== undefined) this.failSafe.delete(oldest);
+    }
+    this.failSafe.set(key, { method, since: previous?.since ?? this.clock.now(), until });
+  }
+
   /** Waits for background refreshes; later calls skip the cache-warming work. */
   async close(): Promise<void> {
     this.closed = true;
@@ -274,6 +329,7 @@ export class StampedeEngine {
   }
 
   private forget(key: string): void {
+    this.failSafe.delete(key);
     this.flights.forget(key);
     this.lockFlights.forget(key);
     this.reads.forget(key);
@@ -388,6 +444,7 @@ export class StampedeEngine {
       this.hold(call, envelope);
       const now = this.clock.now();
       if (envelope.e > now) {
+        if (this.failSafe.size > 0) this.failSafe.delete(key); // refreshed, here or elsewhere
         this.maybeRecomputeEarly(call, envelope);
         return { value: envelope.v, hit: true };
       }
@@ -565,6 +622,7 @@ export class StampedeEngine {
     const stored = loaded
       .then(
         async (value) => {
+          if (this.failSafe.size > 0) this.failSafe.delete(key);
           await this.storeValue(call, value, started, token);
           return value;
         },
@@ -708,6 +766,7 @@ export class StampedeEngine {
         call,
         controller,
       );
+      if (this.failSafe.size > 0) this.failSafe.delete(key);
       if (value !== undefined && (value !== null || policy.cacheNull)) {
         const at = this.clock.now();
         const envelope: Envelope = { v: value, d: at - started, e: at + policy.ttl };
@@ -836,6 +895,7 @@ export class StampedeEngine {
         span?.end('none', false, true, false, err);
         if (!early) {
           m.failSafes++;
+          this.noteFailSafe(key, call.e.label, current.e + policy.grace);
           this.events.emit('stampede.failsafe', {
             method: call.e.label,
             keyPattern: keyPattern(key),

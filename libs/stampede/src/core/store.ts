@@ -96,6 +96,11 @@ export interface StampedeStore {
   /** Since when invalidations cannot be received (epoch ms); undefined while they can. */
   invalidationsDownSince?(): number | undefined;
   /**
+   * How long the store still skips its backend after a timeout (the cool-down), in ms; 0 when it
+   * does not. Calls made meanwhile are answered without the store.
+   */
+  cooldownRemainingMs?(): number;
+  /**
    * The current versions of `tags`, kept where every instance sees them. A missing version (never
    * set, or lost) is set first, to at least `floors[i]` and the store's clock in microseconds.
    */

@@ -1,20 +1,25 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
-import { HealthIndicatorService } from '@nestjs/terminus';
+import { HealthIndicatorResult, HealthIndicatorService } from '@nestjs/terminus';
 import { StampedeConfigError } from '../core/errors';
 import type { StampedeStore } from '../core/store';
 import { STAMPEDE_STORE } from '../nest/stampede.constants';
+import { StampedeService } from '../nest/stampede.service';
+import { reportWarnings, stampedeHealthWarnings } from './stampede-health.status';
 
 /**
- * Terminus indicator: up when the store answers a ping within `timeout` ms (default 1000). A
- * store with an invalidation bus (Redis) that answers says when it does not receive the other
- * instances' invalidations (`invalidationBus: 'down'`, and since when): a bus that is down leaves
- * the check up, since calls are still answered (see `l1.maxStaleMs`).
+ * Terminus indicator: up when the store answers a ping within `timeout` ms (default 1000), down
+ * otherwise. Degraded (terminus 12; on terminus 11 up with a `warning` detail) while the store is
+ * in its cool-down after a timeout (`cooldownMs`) or values are served stale because their
+ * refresh failed (`failSafe`). A store with an invalidation bus (Redis) that answers says when it
+ * does not receive the other instances' invalidations (`invalidationBus: 'down'`, and since when):
+ * a bus that is down leaves the check up, since calls are still answered (see `l1.maxStaleMs`).
  * Use: `() => this.stampedeHealth.isHealthy('cache')` in a HealthCheckService.check([...]).
  */
 @Injectable()
 export class StampedeHealthIndicator implements OnModuleInit {
   private store!: StampedeStore;
+  private service: StampedeService | undefined;
 
   constructor(
     private readonly moduleRef: ModuleRef,
@@ -25,6 +30,7 @@ export class StampedeHealthIndicator implements OnModuleInit {
   onModuleInit(): void {
     try {
       this.store = this.moduleRef.get<StampedeStore>(STAMPEDE_STORE, { strict: false });
+      this.service = this.moduleRef.get(StampedeService, { strict: false });
     } catch {
       throw new StampedeConfigError(
         'StampedeHealthIndicator: no StampedeModule in this app. Import StampedeModule.forRoot() (or forRootAsync()) in a module of the app.',
@@ -35,7 +41,7 @@ export class StampedeHealthIndicator implements OnModuleInit {
   async isHealthy<const Key extends string = 'stampede'>(
     key: Key = 'stampede' as Key,
     options: { timeout?: number } = {},
-  ) {
+  ): Promise<HealthIndicatorResult<Key>> {
     const indicator = this.health.check(key);
     const timeout = options.timeout ?? 1000;
     const started = Date.now();
@@ -47,11 +53,17 @@ export class StampedeHealthIndicator implements OnModuleInit {
           timer = setTimeout(() => reject(new Error(`no answer within ${timeout} ms`)), timeout);
         }),
       ]);
-      return indicator.up({
-        store: this.store.name,
-        latencyMs: Date.now() - started,
-        ...this.busDetails(),
+      const latencyMs = Date.now() - started;
+      const { details, warnings } = stampedeHealthWarnings({
+        cooldownMs: this.store.cooldownRemainingMs?.() ?? 0,
+        failSafe: this.service?.failSafeState(),
+        now: Date.now(),
       });
+      return reportWarnings<HealthIndicatorResult<Key>>(
+        indicator,
+        { store: this.store.name, latencyMs, ...this.busDetails(), ...details },
+        warnings,
+      );
     } catch (err) {
       return indicator.down({
         store: this.store.name,

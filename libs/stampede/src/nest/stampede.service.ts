@@ -4,7 +4,7 @@ import { toMs } from '../core/duration';
 import { StampedeEventListener, StampedeEventName, StampedeEvents } from '../core/events';
 import type { MethodMetrics } from '../core/metrics';
 import { PolicyOptions, resolvePolicy, StampedePolicy } from '../core/policy';
-import { Loader, StampedeEngine } from '../core/stampede-engine';
+import { StampedeFailSafeState, Loader, StampedeEngine } from '../core/stampede-engine';
 import type { StampedeStore } from '../core/store';
 import { createTelemetry } from '../telemetry/otel-telemetry';
 import { findEventEmitter } from './event-emitter.bridge';
@@ -135,6 +135,15 @@ export class StampedeService implements OnModuleInit, OnApplicationShutdown {
   /** Entries and size (characters) of the values kept for when Redis fails (see `lastKnown`). */
   lastKnownStats(): { entries: number; bytes: number } {
     return this.engine.lastKnownStats();
+  }
+
+  /**
+   * The values served stale right now because their refresh within grace failed (fail-safe):
+   * how many keys, their methods and since when (epoch ms); undefined when there are none. The
+   * health indicator reports it as degraded.
+   */
+  failSafeState(): StampedeFailSafeState | undefined {
+    return this.engine.failSafeState();
   }
 
   /** Counters per method name (`Class.method`) or getOrLoad name (`getOrLoad` without one). */

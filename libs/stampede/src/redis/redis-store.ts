@@ -609,6 +609,11 @@ export class RedisStore implements StampedeStore {
     });
   }
 
+  /** How long calls still skip Redis after a timeout (the `cooldown`), in ms; 0 when they don't. */
+  cooldownRemainingMs(): number {
+    return Math.max(0, this.downUntil - this.clock.now());
+  }
+
   /** Redis did not answer in time: skip it for the cool-down, and give up the calls waiting on it. */
   private stalled(): void {
     this.downUntil = this.clock.now() + this.cooldownMs;

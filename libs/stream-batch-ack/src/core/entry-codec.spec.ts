@@ -4,6 +4,7 @@ import {
   decodeEntry,
   DEFAULT_REPLY_PREFIX,
   encodePayload,
+  mergeMetadata,
   replyStreamName,
   replyToRefusal,
 } from './entry-codec';
@@ -120,5 +121,40 @@ describe('backoffDelay', () => {
     ).toEqual([50, 100, 200, 400, 1000]);
     expect(backoffDelay(1, { initialMs: 100, jitter: 0.2 }, () => 0)).toBe(80);
     expect(backoffDelay(1, { initialMs: 100, jitter: 0.2 }, () => 1)).toBe(120);
+  });
+});
+
+describe('mergeMetadata (packet metadata into headers)', () => {
+  it('writes the metadata as headers; the record headers win over metadata of the same name', () => {
+    expect(mergeMetadata({ requestId: 'r1' })).toEqual({ requestId: 'r1' });
+    expect(mergeMetadata({ requestId: 'r1', tenant: 't' }, { requestId: 'mine' })).toEqual({
+      requestId: 'mine',
+      tenant: 't',
+    });
+  });
+
+  it('no metadata (NestJS 11, no dispatch hook, or an empty map): the headers as they are', () => {
+    const headers = { traceparent: 'x' };
+    expect(mergeMetadata(undefined, headers)).toBe(headers);
+    expect(mergeMetadata(null, headers)).toBe(headers);
+    expect(mergeMetadata({}, headers)).toBe(headers);
+    expect(mergeMetadata({ gone: undefined })).toBeUndefined();
+  });
+
+  it('refuses values that are not strings (the consumer would refuse the headers)', () => {
+    expect(() => mergeMetadata({ attempt: 2 })).toThrow(
+      'Packet metadata "attempt" must be a string, got number',
+    );
+    expect(() => mergeMetadata({ a: null })).toThrow('got null');
+    expect(() => mergeMetadata('x')).toThrow('must be an object of strings');
+    expect(() => mergeMetadata(['x'])).toThrow('must be an object of strings');
+  });
+
+  it('the merged headers decode as the headers of the entry', () => {
+    const headers = mergeMetadata({ requestId: 'r1' }, { locale: 'fr' });
+    expect(decodeEntry(encodePayload({ n: 1 }, headers))).toMatchObject({
+      ok: true,
+      headers: { requestId: 'r1', locale: 'fr' },
+    });
   });
 });

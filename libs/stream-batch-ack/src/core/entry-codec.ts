@@ -135,6 +135,30 @@ export function encodePayload(
   return out;
 }
 
+/**
+ * The headers written for a message: the packet's metadata (NestJS 12: what a dispatch hook set
+ * with `client.setOnDispatchHook()`), then the record's headers, which win over metadata of the
+ * same name. Metadata entries whose value is `undefined` are left out; any other value that is
+ * not a string throws (the consumer would refuse the entry's headers). Returns `headers` itself
+ * when there is no metadata.
+ */
+export function mergeMetadata(metadata: unknown, headers?: Headers): Headers | undefined {
+  if (metadata === undefined || metadata === null) return headers;
+  if (typeof metadata !== 'object' || Array.isArray(metadata))
+    throw new TypeError(`Packet metadata must be an object of strings, got ${typeof metadata}`);
+  let out: Record<string, string> | undefined;
+  for (const [name, value] of Object.entries(metadata)) {
+    if (value === undefined) continue;
+    if (typeof value !== 'string')
+      throw new TypeError(
+        `Packet metadata "${name}" must be a string, got ${value === null ? 'null' : typeof value}`,
+      );
+    (out ??= {})[name] = value;
+  }
+  if (!out) return headers;
+  return headers ? { ...out, ...headers } : out;
+}
+
 /** Compares two stream ids (`ms-seq`). */
 export function compareStreamIds(a: string, b: string): number {
   const [am, as = '0'] = a.split('-');

@@ -6,6 +6,7 @@ import { describeError } from '../core/errors';
 import { partitionStreams } from '../partitions/partition-layout';
 import { readGroupStats, StreamGroupStats } from '../partitions/partition-stats';
 import { ServerRedisStreams } from '../transport/server-redis-streams';
+import { reportWarnings, streamHealthVerdict } from './health-status';
 
 /** Bounds and timeout, the same in both forms. */
 interface HealthBounds {
@@ -13,6 +14,13 @@ interface HealthBounds {
   maxLag?: number;
   /** Down when the group's pending count (delivered, not acknowledged; summed over partitions) is above this. Default: no limit. */
   maxPending?: number;
+  /**
+   * Degraded (terminus 12) when the lag is above this but not above `maxLag`. On terminus 11,
+   * which has no degraded status, the check stays up with a `warning` detail. Default: none.
+   */
+  warnLag?: number;
+  /** Degraded (terminus 12) when the pending count is above this but not above `maxPending`; see `warnLag`. */
+  warnPending?: number;
   /** Down when Redis does not answer within this many ms. Default 1000. */
   timeoutMs?: number;
 }
@@ -52,7 +60,9 @@ const NO_SERVER =
  * server, also `groupRecreated` after the server recreated a lost consumer group.
  *
  * `isHealthy(key)` checks every stream the app's `ServerRedisStreams` reads, in its group;
- * `isHealthy(key, { client, stream, group })` checks one stream of any group.
+ * `isHealthy(key, { client, stream, group })` checks one stream of any group. Down above
+ * `maxLag` / `maxPending`; degraded above `warnLag` / `warnPending` (terminus 12; on terminus 11
+ * up, with a `warning` detail).
  */
 @Injectable()
 export class RedisStreamsHealthIndicator {
@@ -123,9 +133,13 @@ export class RedisStreamsHealthIndicator {
       if (missing) return indicator.down({ stream, group, message: missing });
       const { stream: _stream, ...rest } = streamDetails(stats, server);
       const details: Record<string, unknown> = { stream, group, ...rest };
-      const problems = boundProblems(stats, options);
-      if (problems.length > 0) return indicator.down({ ...details, message: problems.join(', ') });
-      return indicator.up(details);
+      const verdict = streamHealthVerdict(stats, options);
+      if (verdict.status === 'down')
+        return indicator.down({
+          ...details,
+          message: [...verdict.problems, ...verdict.warnings].join(', '),
+        });
+      return reportWarnings<HealthIndicatorResult<Key>>(indicator, details, verdict.warnings);
     } catch (err) {
       return indicator.down({ stream, group, message: describeError(err) });
     }
@@ -173,11 +187,19 @@ export class RedisStreamsHealthIndicator {
         lag,
         streams: all.map((stats) => streamDetails(stats, server)),
       };
-      const problems = all.flatMap((stats) =>
-        boundProblems(stats, options).map((p) => `${stats.stream}: ${p}`),
+      const verdicts = all.map((stats) => ({
+        stats,
+        verdict: streamHealthVerdict(stats, options),
+      }));
+      const problems = verdicts.flatMap(({ stats, verdict }) =>
+        verdict.problems.map((p) => `${stats.stream}: ${p}`),
       );
-      if (problems.length > 0) return indicator.down({ ...details, message: problems.join('; ') });
-      return indicator.up(details);
+      const warnings = verdicts.flatMap(({ stats, verdict }) =>
+        verdict.warnings.map((w) => `${stats.stream}: ${w}`),
+      );
+      if (problems.length > 0)
+        return indicator.down({ ...details, message: [...problems, ...warnings].join('; ') });
+      return reportWarnings<HealthIndicatorResult<Key>>(indicator, details, warnings);
     } catch (err) {
       return indicator.down({ group, message: describeError(err) });
     }
@@ -263,13 +285,4 @@ function streamDetails(
       count: recreated.count,
     };
   return details;
-}
-
-function boundProblems(stats: StreamGroupStats, bounds: HealthBounds): string[] {
-  const problems: string[] = [];
-  if (bounds.maxPending !== undefined && stats.pending > bounds.maxPending)
-    problems.push(`pending ${stats.pending} > ${bounds.maxPending}`);
-  if (bounds.maxLag !== undefined && stats.lag !== null && stats.lag > bounds.maxLag)
-    problems.push(`lag ${stats.lag} > ${bounds.maxLag}`);
-  return problems;
 }

@@ -7,6 +7,7 @@ import {
   DEFAULT_REPLY_PREFIX,
   encodePayload,
   Headers,
+  mergeMetadata,
   replyStreamName,
 } from '../core/entry-codec';
 import { describeError, NotInitializedError, RequestTimeoutError } from '../core/errors';
@@ -27,6 +28,35 @@ import { checkClientOptions } from './server-options';
 import { ClientTelemetry } from '../telemetry/client-telemetry';
 
 type Client = (Redis | Cluster) & StreamScripts;
+
+/** What is written for one packet. */
+interface OutgoingMessage {
+  data: unknown;
+  headers?: Headers;
+  partitionKey?: string;
+}
+
+/**
+ * The metadata of a packet: set by a dispatch hook (`ClientProxy#setOnDispatchHook`, NestJS 12).
+ * The serializer's output keeps it, or replaces it with its own `metadata`.
+ */
+function metadataOf(packet: unknown): unknown {
+  return packet !== null && typeof packet === 'object' && 'metadata' in packet
+    ? (packet as { metadata?: unknown }).metadata
+    : undefined;
+}
+
+function toOutgoing(packet: ReadPacket, serialized: unknown): OutgoingMessage {
+  const data: unknown = (serialized as ReadPacket | undefined)?.data;
+  const metadata = metadataOf(serialized) ?? metadataOf(packet);
+  return data instanceof RedisStreamsRecord
+    ? {
+        data: data.data,
+        headers: mergeMetadata(metadata, data.headers),
+        partitionKey: data.options?.partitionKey,
+      }
+    : { data, headers: mergeMetadata(metadata) };
+}
 
 interface PendingRequest {
   callback: (packet: WritePacket) => void;
@@ -183,7 +213,8 @@ export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents> {
   }
 
   protected async dispatchEvent<T = any>(packet: ReadPacket): Promise<T> {
-    const { data, headers, partitionKey } = this.serialize(packet);
+    const message = this.serialize(packet);
+    const { data, headers, partitionKey } = message instanceof Promise ? await message : message;
     const client = this.unwrap<Client>();
     const stream = await this.target(
       this.normalizePattern(packet.pattern),
@@ -218,20 +249,25 @@ export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents> {
       callback({ err: new RequestTimeoutError(stream, id, timeoutMs), isDisposed: true });
     }, timeoutMs);
     this.requests.set(id, { callback, timer });
-    const { data, headers, partitionKey } = this.serialize(packet);
-    Promise.all([this.target(stream, data, partitionKey, client), this.renewReplyStream(client)])
-      .then(async ([physical]) => {
-        await this.telemetry.send(physical, headers, (h) =>
-          client.call(
-            'XADD',
-            physical,
-            '*',
-            ...encodePayload(data, h, { id, replyTo: this.replyStream }),
-          ),
-        );
-        this.maybeTrim(physical);
-      })
-      .catch((err: unknown) => this.settle(id, { err, isDisposed: true }));
+    const write = async () => {
+      const message = this.serialize(packet);
+      const { data, headers, partitionKey } = message instanceof Promise ? await message : message;
+      const [physical] = await Promise.all([
+        this.target(stream, data, partitionKey, client),
+        this.renewReplyStream(client),
+      ]);
+      await this.telemetry.send(physical, headers, (h) =>
+        client.call(
+          'XADD',
+          physical,
+          '*',
+          ...encodePayload(data, h, { id, replyTo: this.replyStream }),
+        ),
+      );
+      this.maybeTrim(physical);
+    };
+    // A serializer that throws or rejects fails this request (its Observable errors).
+    write().catch((err: unknown) => this.settle(id, { err, isDisposed: true }));
     return () => {
       const request = this.requests.get(id);
       if (request) clearTimeout(request.timer);
@@ -239,16 +275,16 @@ export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents> {
     };
   }
 
-  private serialize(packet: ReadPacket): {
-    data: unknown;
-    headers?: Headers;
-    partitionKey?: string;
-  } {
-    const serialized = this.serializer.serialize(packet) as ReadPacket;
-    const data: unknown = serialized.data;
-    return data instanceof RedisStreamsRecord
-      ? { data: data.data, headers: data.headers, partitionKey: data.options?.partitionKey }
-      : { data };
+  /**
+   * The serialized packet as written: data, headers (the packet's metadata, NestJS 12, merged
+   * under a RedisStreamsRecord's headers) and partition key. A Promise when the serializer is
+   * asynchronous (NestJS 12 allows it); a synchronous one keeps the write in the same tick.
+   */
+  private serialize(packet: ReadPacket): OutgoingMessage | Promise<OutgoingMessage> {
+    const serialized = this.serializer.serialize(packet) as unknown;
+    return serialized instanceof Promise
+      ? serialized.then((s) => toOutgoing(packet, s))
+      : toOutgoing(packet, serialized);
   }
 
   private settle(id: string, packet: WritePacket): void {

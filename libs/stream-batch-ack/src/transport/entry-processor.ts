@@ -1,6 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import type { AckBatcher } from '../core/ack-batcher';
-import { DecodedEntry, decodeEntry, RequestInfo } from '../core/entry-codec';
+import { DecodedEntry, decodeEntry, Headers, RequestInfo } from '../core/entry-codec';
 import { describeError, MalformedEntryError, MaxDeliveriesExceededError } from '../core/errors';
 import { LruCache } from '../core/lru-cache';
 import type { IdempotencyStore } from '../idempotency/idempotency.store';
@@ -55,7 +55,12 @@ export interface ProcessorDeps {
     ctx: RedisStreamsContext | RedisStreamsBatchContext,
   ): Promise<unknown>;
   /** Turns a decoded message into the handler's payload (Nest's deserializer, maybe asynchronous). */
-  deserialize(route: Route, payload: unknown, request: RequestInfo | undefined): unknown;
+  deserialize(
+    route: Route,
+    payload: unknown,
+    request: RequestInfo | undefined,
+    headers: Headers,
+  ): unknown;
   /** The reply namespace: a request to a `@MessagePattern` with a `replyTo` outside it is malformed. */
   replyPrefix: string;
   /** Sends the reply of a request (`@MessagePattern`). */
@@ -315,7 +320,7 @@ export class EntryProcessor {
       }
       let payload: unknown;
       try {
-        payload = this.deps.deserialize(route, decoded.payload, decoded.request);
+        payload = this.deps.deserialize(route, decoded.payload, decoded.request, decoded.headers);
         if (payload instanceof Promise) payload = await payload;
       } catch (err) {
         // The deserializer refused it: as malformed as bad JSON, and retrying will not help.

@@ -129,6 +129,16 @@ export class RedisStreamsContext extends ErrorCarrier<RedisStreamsContextArgs> {
   getHeaders(): Headers {
     return this.headers;
   }
+  /**
+   * The packet metadata of the message (NestJS 12: what the producer's dispatch hook,
+   * `client.setOnDispatchHook()`, put in `packet.metadata`), as `RedisContext#getMetadata()` of
+   * Nest's Redis transport. It travels in the entry's headers, so this is `headers`: metadata and
+   * the record's headers in one map (a header set explicitly wins over metadata of its name,
+   * `traceparent` included). Empty when the entry has none.
+   */
+  getMetadata(): Headers {
+    return this.headers;
+  }
 
   /** Leave this entry pending (not acknowledged, not dead-lettered) even if the handler succeeds. */
   skipAck(): void {
@@ -144,6 +154,7 @@ export interface RedisStreamsBatchEntry {
   id: string;
   /** 1 = first delivery. */
   deliveries: number;
+  /** The entry's headers: its packet metadata too (`ctx.getMetadata(id)` returns them). */
   headers: Headers;
   /** The raw fields of the entry. */
   fields: Record<string, string>;
@@ -212,6 +223,29 @@ export class RedisStreamsBatchContext extends ErrorCarrier<RedisStreamsBatchCont
   /** The in-progress token and the done TTL of this batch's idempotency records (Redis store). */
   get idempotency(): { token: string; ttlMs: number } | undefined {
     return this.args[4];
+  }
+
+  /**
+   * Packet metadata (NestJS 12, `client.setOnDispatchHook()`; see `RedisStreamsContext#getMetadata`).
+   * With an entry id: that entry's metadata, which is its `headers` (an unknown id throws, as
+   * `fail()` does). Without: what the batch's entries share, the names whose value is the same on
+   * every entry (a tenant, a deployment), and empty when they share none.
+   */
+  getMetadata(id?: string): Headers {
+    const { entries } = this;
+    if (id !== undefined) {
+      const entry = entries.find((e) => e.id === id);
+      if (!entry)
+        throw new Error(
+          `getMetadata(${id}): no entry with this id in the batch of "${this.stream}"`,
+        );
+      return entry.headers;
+    }
+    if (entries.length === 0) return NO_HEADERS;
+    let shared: Record<string, string> | undefined;
+    for (const [name, value] of Object.entries(entries[0].headers))
+      if (entries.every((e) => e.headers[name] === value)) (shared ??= {})[name] = value;
+    return shared ?? NO_HEADERS;
   }
 
   /** Marks one entry failed: it is not acknowledged, and is retried on its own. */

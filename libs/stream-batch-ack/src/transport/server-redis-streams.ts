@@ -8,7 +8,7 @@ import {
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import { isObservable, lastValueFrom } from 'rxjs';
 import { AckBatcher } from '../core/ack-batcher';
-import { encodePayload, replyToRefusal, RequestInfo } from '../core/entry-codec';
+import { encodePayload, Headers, replyToRefusal, RequestInfo } from '../core/entry-codec';
 import { describeError, NotInitializedError, StreamBatchAckConfigError } from '../core/errors';
 import { LruCache } from '../core/lru-cache';
 import type { IdempotentOptions } from '../idempotency/idempotency.options';
@@ -229,7 +229,8 @@ export class ServerRedisStreams
       telemetry: this.telemetry,
       logger: this.logger,
       invoke: (route, payload, ctx) => this.invoke(route, payload, ctx),
-      deserialize: (route, payload, request) => this.deserializePayload(route, payload, request),
+      deserialize: (route, payload, request, headers) =>
+        this.deserializePayload(route, payload, request, headers),
       replyPrefix: options.replyPrefix,
       reply: (request, result) => this.reply(request, result),
     });
@@ -372,15 +373,31 @@ export class ServerRedisStreams
     return response;
   }
 
-  /** The handler's payload; a Promise when the custom deserializer is asynchronous (Nest allows it). */
-  private deserializePayload(route: Route, payload: unknown, request?: RequestInfo): unknown {
+  /**
+   * The handler's payload; a Promise when the custom deserializer is asynchronous (Nest allows
+   * it). The deserializer gets `{ pattern, data, id?, metadata? }`: `metadata` is the entry's
+   * headers (the packet metadata of NestJS 12 and the record's headers), when it has any.
+   */
+  private deserializePayload(
+    route: Route,
+    payload: unknown,
+    request: RequestInfo | undefined,
+    headers: Headers,
+  ): unknown {
     if (!this.customDeserializer) return payload;
     const pattern = route.pattern ?? route.stream;
-    const packet = this.deserializer.deserialize(
-      request ? { pattern, data: payload, id: request.id } : { pattern, data: payload },
-      { channel: route.stream },
-    ) as unknown;
-    return packet instanceof Promise ? packet.then(dataOfPacket) : dataOfPacket(packet);
+    const packet: { pattern: string; data: unknown; id?: string; metadata?: Headers } = {
+      pattern,
+      data: payload,
+    };
+    if (request) packet.id = request.id;
+    if (Object.keys(headers).length > 0) packet.metadata = headers;
+    const deserialized = this.deserializer.deserialize(packet, {
+      channel: route.stream,
+    }) as unknown;
+    return deserialized instanceof Promise
+      ? deserialized.then(dataOfPacket)
+      : dataOfPacket(deserialized);
   }
 
   /**
@@ -400,12 +417,14 @@ export class ServerRedisStreams
       return;
     }
     const commands = this.unwrapCommands();
-    const packet = this.serializer.serialize({
+    // Nest's Serializer may be asynchronous (NestJS 12).
+    let packet: unknown = this.serializer.serialize({
       id: request.id,
       response: result.response,
       err: result.err === undefined ? undefined : replyError(result.err),
       isDisposed: true,
     });
+    if (packet instanceof Promise) packet = await packet;
     const [written, kind] = await commands.sbaReply(
       request.replyTo,
       REPLY_STREAM_MARKER,
@@ -523,6 +542,19 @@ export class ServerRedisStreams
   async close(): Promise<void> {
     if (!this.closePromise) this.closePromise = this.doClose();
     return this.closePromise;
+  }
+
+  /**
+   * A Nest lifecycle hook, called when this instance is also a provider of the app (as for the
+   * health check: `{ provide: ServerRedisStreams, useValue: server }`): closes the server, as
+   * `close()`. A hybrid app (`connectMicroservice()`) runs every `onModuleDestroy` hook, root
+   * module first, then the modules it imports, before it closes its connected microservices; so
+   * the server provided in the root module stops reading, lets its running handlers finish and
+   * flushes its acks while the providers of the imported modules (which the handlers use) are
+   * still alive. Nest's own `close()` of the server later is then a no-op.
+   */
+  onModuleDestroy(): Promise<void> {
+    return this.close();
   }
 
   private async doClose(): Promise<void> {
