@@ -7,7 +7,7 @@
  *
  * | app | NestJS | module kind | tsconfig          | TypeScript | peers                                    | runs on | jest spec |
  * |-----|--------|-------------|-------------------|------------|------------------------------------------|---------|-----------|
- * | A   | 12     | ES module   | nodenext          | 6          | ioredis 6, terminus, cache-manager, OTel | 20, 24  |           |
+ * | A   | 12     | ES module   | nodenext          | 6          | ioredis 6, terminus, cache-manager, OTel, platform-express | 20, 24 |   |
  * | B   | 11     | CommonJS    | commonjs + node10 | 5.9        | ioredis 5, no optional peer              | 20      | on 20     |
  * | C   | 12     | CommonJS    | nodenext          | 6          | as A                                     | 20, 24  | on 24     |
  * | D   | 11     | ES module   | nodenext          | 5.9        | as A                                     | 24      |           |
@@ -227,6 +227,7 @@ function installedVersion(name: string): string {
 const NEST_11: Record<string, string> = {
   '@nestjs/common': '11.2.10',
   '@nestjs/core': '11.2.10',
+  '@nestjs/platform-express': '11.2.10',
   '@nestjs/microservices': '11.2.6',
   '@nestjs/testing': '11.2.6',
   '@nestjs/terminus': '11.1.1',
@@ -313,6 +314,7 @@ interface AppResult {
     extra?: unknown;
   };
   cacheManager?: { calls: number; loads: number; distinctValues: unknown[] };
+  routes?: { requests: number; runs: number; statuses: number[]; bodies: string[] };
   installed?: Record<string, boolean>;
   telemetry?: Record<string, number>;
   health?: Record<'stampede' | 'streamBatchAck', { exports?: string[]; error?: string }>;
@@ -542,10 +544,13 @@ describe('the packed packages in NestJS 11 and 12 apps outside the repository', 
     const base = Object.fromEntries(
       ['reflect-metadata', 'rxjs'].map((name) => [name, installedVersion(name)]),
     );
-    const nest = (versions: Record<string, string>, withTerminus: boolean) =>
+    /** Nest at `versions`; without the optional peers, no terminus and no HTTP platform. */
+    const nest = (versions: Record<string, string>, withOptional: boolean) =>
       Object.fromEntries(
         Object.entries(versions).filter(
-          ([name]) => name !== '@nestjs/testing' && (withTerminus || name !== '@nestjs/terminus'),
+          ([name]) =>
+            name !== '@nestjs/testing' &&
+            (withOptional || !['@nestjs/terminus', '@nestjs/platform-express'].includes(name)),
         ),
       );
     const optionalPeers = {
@@ -733,12 +738,19 @@ describe('the packed packages in NestJS 11 and 12 apps outside the repository', 
       status: 'ok',
       info: { events: { status: 'up', stream, group: GROUP, consumers: 1 } },
     });
+    // @CacheRoute on an HTTP app: 51 requests, one run of the handler, one answer.
+    expect(result.routes).toEqual({
+      requests: 51,
+      runs: 1,
+      statuses: [200],
+      bodies: [JSON.stringify({ symbol: 'EURUSD', price: 1.5 })],
+    });
     // StampedeModule.forRoot({ cacheManager: createCache() }) from the optional peer.
     expect(result.cacheManager).toEqual({ calls: 101, loads: 1, distinctValues: [1.08] });
     // With @opentelemetry/api and an SDK installed, the same work shows in the instruments.
     expect(result.telemetry).toMatchObject({
-      'stampede.calls': 2 * CALLS + 101,
-      'stampede.loads': 2,
+      'stampede.calls': 2 * CALLS + 101 + 51, // the catalog, cache-manager and the route
+      'stampede.loads': 3,
       'messaging.client.sent.messages': MESSAGES,
     });
     expect(result.telemetry!['messaging.client.consumed.messages']).toBeGreaterThanOrEqual(
@@ -758,7 +770,12 @@ describe('the packed packages in NestJS 11 and 12 apps outside the repository', 
       await app.installed;
       for (const { name: pkg } of PACKAGES) expectInstalledFromTarball(app.variant, pkg);
       const nest = app.variant.nest === 12 ? NEST_12 : NEST_11;
-      for (const dep of ['@nestjs/core', '@nestjs/microservices', '@nestjs/terminus'])
+      for (const dep of [
+        '@nestjs/core',
+        '@nestjs/microservices',
+        '@nestjs/terminus',
+        '@nestjs/platform-express',
+      ])
         expect(installedAt(app.variant, dep)).toBe(nest[dep]);
       for (const dep of ['ioredis', 'cache-manager'])
         expect(installedAt(app.variant, dep)).toBe(installedVersion(dep));
