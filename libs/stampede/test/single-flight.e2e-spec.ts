@@ -21,6 +21,22 @@ class PriceService {
     return { symbol, price: symbol.length * 100 };
   }
 
+  /** @Cacheable alone: single-flight by default. */
+  @Cacheable({ ttl: 5000 })
+  async quote(symbol: string): Promise<string> {
+    this.loads.set(`q${symbol}`, (this.loads.get(`q${symbol}`) ?? 0) + 1);
+    await delay(50);
+    return `${symbol}:1`;
+  }
+
+  /** Opted out: every concurrent miss runs the method. */
+  @Cacheable({ ttl: 5000, singleFlight: false })
+  async quoteEach(symbol: string): Promise<string> {
+    this.loads.set(`e${symbol}`, (this.loads.get(`e${symbol}`) ?? 0) + 1);
+    await delay(50);
+    return `${symbol}:1`;
+  }
+
   @SingleFlight()
   async uncached(id: number): Promise<number> {
     this.loads.set(`u${id}`, (this.loads.get(`u${id}`) ?? 0) + 1);
@@ -77,6 +93,33 @@ describe('single-flight against a real Redis', () => {
     await service.price('ETH');
     await service.price('ETH');
     expect(service.loads.get('ETH')).toBe(1);
+  });
+
+  it('@Cacheable alone coalesces: 1000 concurrent calls for one key, one load', async () => {
+    const results = await Promise.all(Array.from({ length: 1000 }, () => service.quote('SOL')));
+    expect(new Set(results)).toEqual(new Set(['SOL:1']));
+    expect(service.loads.get('qSOL')).toBe(1);
+  });
+
+  it('@Cacheable({ singleFlight: false }) opts out: concurrent misses each run the method', async () => {
+    const results = await Promise.all(Array.from({ length: 100 }, () => service.quoteEach('ADA')));
+    expect(new Set(results)).toEqual(new Set(['ADA:1']));
+    expect(service.loads.get('eADA')).toBeGreaterThan(1);
+  });
+
+  it('getOrLoad() without a policy coalesces too', async () => {
+    const stampede = moduleRef.get(StampedeService);
+    let loads = 0;
+    const load = async () => {
+      loads++;
+      await delay(50);
+      return 42;
+    };
+    const values = await Promise.all(
+      Array.from({ length: 200 }, () => stampede.getOrLoad('answer', load)),
+    );
+    expect(new Set(values)).toEqual(new Set([42]));
+    expect(loads).toBe(1);
   });
 
   it('@SingleFlight alone shares in-flight calls but caches nothing', async () => {

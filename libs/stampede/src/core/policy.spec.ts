@@ -23,7 +23,7 @@ describe('resolvePolicy', () => {
       cache: true,
       ttl: 60_000,
       cacheNull: true,
-      singleFlight: false,
+      singleFlight: true,
       xfetch: { beta: 1 },
       lock: { ttl: 5000, poll: 2, wait: 10_000, autoExtend: false },
       jitter: { ratio: 0.1 },
@@ -31,6 +31,18 @@ describe('resolvePolicy', () => {
       graceBackoff: 1000,
       l1: true,
     });
+  });
+
+  it('single-flight by default for cached calls; an explicit false opts out', () => {
+    expect(resolvePolicy({}, 1000, 'X.y').singleFlight).toBe(true);
+    expect(resolvePolicy({ cache: true }, 1000, 'X.y').singleFlight).toBe(true);
+    expect(resolvePolicy({ cache: true, singleFlight: false }, 1000, 'X.y').singleFlight).toBe(
+      false,
+    );
+    expect(resolvePolicy({ cache: false }, 1000, 'X.y').singleFlight).toBe(false);
+    expect(resolvePolicy({ cache: false, singleFlight: true }, 1000, 'X.y').singleFlight).toBe(
+      true,
+    );
   });
 
   it('grace, timeouts and tags', () => {

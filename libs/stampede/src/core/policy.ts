@@ -9,7 +9,10 @@ export interface PolicyOptions {
   ttl?: Duration;
   /** Cache `null` results (negative caching). Default true. `undefined` is never cached. */
   cacheNull?: boolean;
-  /** Concurrent calls with the same key in this process share one execution. */
+  /**
+   * Concurrent calls with the same key in this process share one execution. Default: true when
+   * the result is cached (`false` opts out), false otherwise.
+   */
   singleFlight?: boolean;
   /** Probabilistic early recomputation; `true` means beta = 1. */
   xfetch?: boolean | XFetchOptions;
@@ -90,11 +93,13 @@ export function resolvePolicy(
   where: string,
 ): StampedePolicy {
   const ttl = options.ttl === undefined ? defaultTtl : toMs(options.ttl, `${where}: ttl`);
+  const cache = options.cache ?? true;
   const policy: StampedePolicy = {
-    cache: options.cache ?? true,
+    cache,
     ttl,
     cacheNull: options.cacheNull ?? true,
-    singleFlight: options.singleFlight ?? false,
+    // A cache must not stampede by default: concurrent misses of one key share one load.
+    singleFlight: options.singleFlight ?? cache,
     grace: options.grace === undefined ? 0 : toMs(options.grace, `${where}: grace`),
     graceBackoff:
       options.graceBackoff === undefined

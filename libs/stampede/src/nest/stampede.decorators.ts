@@ -26,6 +26,11 @@ export interface CacheableOptions {
   ttl?: Duration;
   /** Cache `null` results (negative caching). Default true. */
   cacheNull?: boolean;
+  /**
+   * Concurrent calls with the same key in this process share one load. Default true; `false`
+   * opts out (each concurrent miss runs the method).
+   */
+  singleFlight?: boolean;
   /** Serve the stale value this long past the TTL while one refresh runs, and while refreshes fail. */
   grace?: Duration;
   /** After a failed refresh within grace, wait this long before the next attempt. Default 1 s. */
@@ -56,7 +61,11 @@ export function Cacheable(options: CacheableOptions = {}): MethodDecorator {
   return extendPolicy({ cache: true, ...options });
 }
 
-/** Concurrent calls with the same key in this process share one execution (no caching by itself). */
+/**
+ * Concurrent calls with the same key in this process share one execution. Cached methods
+ * (`@Cacheable`, `@XFetch`, `@DistLock`, `@JitterTtl`) do so by default; this is for methods
+ * that are not cached (it does not cache by itself).
+ */
 export function SingleFlight(): MethodDecorator {
   return extendPolicy({ singleFlight: true });
 }
