@@ -4,12 +4,11 @@ import { DEFAULT_REPLY_PREFIX } from '../core/entry-codec';
 import { StreamBatchAckConfigError } from '../core/errors';
 import { nearestName } from '../core/nearest-name';
 import type { TransportIdempotencyOptions } from '../idempotency/idempotency.options';
-import { isClusterConnection } from '../redis/connection';
+import { isClusterConnection, type RedisStreamsClusterConnection } from '../redis/connection';
 import { PartitionsOption, resolvePartitions } from '../partitions/partition-layout';
 import { defaultDeadLetterStream } from '../redis/keys';
 import {
   RedisStreamsClientOptions,
-  RedisStreamsClusterConnection,
   RedisStreamsServerOptions,
   ResolvedServerOptions,
 } from './redis-streams.options';
