@@ -24,7 +24,7 @@ import { defineStreamScripts, StreamScripts } from '../redis/scripts';
 import { RedisStreamsEvents } from '../redis/redis-streams.events';
 import { RedisStreamsClientOptions } from './redis-streams.options';
 import { RedisStreamsRecord } from './redis-streams.record';
-import { checkClientOptions } from './server-options';
+import { checkClientOptions } from './client-options';
 import { ClientTelemetry } from '../telemetry/client-telemetry';
 
 type Client = (Redis | Cluster) & StreamScripts;
