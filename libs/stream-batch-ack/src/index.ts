@@ -72,18 +72,17 @@ export {
   type RedisStreamsEvents,
   RedisStreamsEventsMap,
   RedisStreamsStatus,
-} from './transport/redis-streams.events';
+} from './redis/redis-streams.events';
+export type { RedisStreamsClusterConnection, RedisStreamsConnection } from './redis/connection';
 export {
   type RedisStreamsClientOptions,
-  type RedisStreamsClusterConnection,
-  type RedisStreamsConnection,
   type RedisStreamsServerOptions,
 } from './transport/redis-streams.options';
 export {
   RedisStreamsRecord,
   type RedisStreamsRecordOptions,
 } from './transport/redis-streams.record';
-export type { RedisStreamsServerMetrics } from './transport/server-metrics';
+export type { RedisStreamsServerMetrics } from './telemetry/server-metrics';
 export {
   type GroupRecreation,
   REDIS_STREAMS_TRANSPORT,

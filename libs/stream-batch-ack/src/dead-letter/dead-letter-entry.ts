@@ -1,8 +1,11 @@
 import { fieldsToObject } from '../core/entry-codec';
 import { describeError } from '../core/errors';
 
-/** Why the server dead-lettered an entry (a string too, for entries written by other tools). */
-export type DeadLetterReason = 'malformed' | 'max-deliveries' | 'handler-failed' | (string & {});
+/** Why the server dead-lettered an entry. */
+export type DeadLetterCause = 'malformed' | 'max-deliveries' | 'handler-failed';
+
+/** Why an entry was dead-lettered: a DeadLetterCause, or a string for entries written by other tools. */
+export type DeadLetterReason = DeadLetterCause | (string & {});
 
 /** One entry of a dead-letter stream, as written by ServerRedisStreams. */
 export interface DeadLetter {

@@ -1,5 +1,12 @@
-import { Cluster, Redis, RedisOptions } from 'ioredis';
-import type { RedisStreamsClusterConnection } from '../transport/redis-streams.options';
+import { Cluster, type ClusterNode, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
+
+/** A Redis Cluster: its seed nodes and ioredis Cluster options. */
+export interface RedisStreamsClusterConnection {
+  cluster: ClusterNode[];
+  clusterOptions?: ClusterOptions;
+}
+
+export type RedisStreamsConnection = string | RedisOptions | RedisStreamsClusterConnection;
 
 /**
  * Builds an ioredis client from `string | RedisOptions`, with our overrides on top. RESP2 is

@@ -10,8 +10,11 @@ describe('keySlot (Redis Cluster hash slots)', () => {
   it('hashes only the hash tag when there is a non-empty one', () => {
     expect(keySlot('{user1000}.following')).toBe(keySlot('{user1000}.followers'));
     expect(keySlot('{user1000}.following')).toBe(keySlot('user1000'));
-    expect(keySlot('foo{}{bar}')).toBe(keySlot('foo{}{bar}')); // empty first tag: the whole key
+    // An empty first tag: Redis hashes the whole key, and looks for no later tag.
+    expect(keySlot('foo{}{bar}')).toBe(8363);
     expect(keySlot('foo{}{bar}')).not.toBe(keySlot('bar'));
+    expect(keySlot('foo{}{bar}')).not.toBe(keySlot('{bar'));
+    expect(keySlot('a{}b}')).toBe(14284); // the whole key, not `b`
     expect(keySlot('foo{{bar}}zap')).toBe(keySlot('{bar'));
   });
 });

@@ -30,6 +30,9 @@ const CRC16_TABLE = (() => {
 /**
  * The Redis Cluster hash slot of a key: CRC16 (XMODEM) of the key, or of its hash tag (the part
  * between the first `{` and the next `}`, when not empty), modulo 16384.
+ *
+ * Not the `cluster-key-slot` package: after an empty first tag (`foo{}{bar}`) it goes on to hash
+ * `{bar`, where Redis hashes the whole key, so it would group streams Redis puts in other slots.
  */
 export function keySlot(key: string): number {
   let bytes = Buffer.from(key, 'utf8');

@@ -1,13 +1,17 @@
 import type { Logger } from '@nestjs/common';
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
-import type { RedisStreamsConnection } from '../transport/redis-streams.options';
 import {
   RedisStreamsConnectionType,
   RedisStreamsEvents,
   RedisStreamsEventsMap,
   RedisStreamsStatus,
-} from '../transport/redis-streams.events';
-import { createClusterClient, createRedisClient, isClusterConnection } from './connection';
+} from './redis-streams.events';
+import {
+  createClusterClient,
+  createRedisClient,
+  isClusterConnection,
+  type RedisStreamsConnection,
+} from './connection';
 
 export type EventListener = {
   event: keyof RedisStreamsEvents;

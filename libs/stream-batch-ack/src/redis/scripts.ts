@@ -180,12 +180,3 @@ export function defineStreamScripts<C extends Redis | Cluster>(client: C): C & S
     client.defineCommand('sbaReplyStream', { numberOfKeys: 1, lua: REPLY_STREAM_LUA });
   return client as C & StreamScripts;
 }
-
-/**
- * idempotency-release-1: deletes an idempotency record only if it still holds our token.
- *   KEYS[1] record  ARGV[1] token   Returns 1 when deleted.
- */
-export const IDEMPOTENCY_RELEASE_LUA = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-`;

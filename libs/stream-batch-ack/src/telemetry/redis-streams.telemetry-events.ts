@@ -1,4 +1,4 @@
-import type { DeadLetterReason } from '../transport/dead-letter-writer';
+import type { DeadLetterCause } from '../dead-letter/dead-letter-entry';
 
 /** An entry was moved to its dead-letter stream. */
 export interface DeadLetteredEvent {
@@ -8,7 +8,7 @@ export interface DeadLetteredEvent {
   id: string;
   /** Deliveries of the entry before it was dead-lettered. */
   deliveries: number;
-  reason: DeadLetterReason;
+  reason: DeadLetterCause;
   /** What was thrown (the original error), or why the entry could not run. */
   error: unknown;
 }

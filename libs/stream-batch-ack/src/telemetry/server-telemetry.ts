@@ -14,16 +14,32 @@ import type { Cluster, Redis } from 'ioredis';
 import { AckFlushError, describeError } from '../core/errors';
 import type { Headers } from '../core/entry-codec';
 import { GroupInfo, readGroupInfo } from '../redis/group-info';
-import type { DeadLetterReason } from '../transport/dead-letter-writer';
-import type {
-  RedisStreamsBatchContext,
-  RedisStreamsContext,
-} from '../transport/redis-streams.context';
-import { emptyServerMetrics, RedisStreamsServerMetrics } from '../transport/server-metrics';
+import type { DeadLetterCause } from '../dead-letter/dead-letter-entry';
+import { emptyServerMetrics, RedisStreamsServerMetrics } from './server-metrics';
 import { loadOtelApi, OtelApi, OtelProbe } from './otel-api';
 import { EventEmitterLike, RedisStreamsEventBus } from './redis-streams.telemetry-events';
 import * as N from './telemetry.names';
 import { parseTraceparent, TRACEPARENT, TRACESTATE } from './trace-context';
+
+/** What `process()` reads of a handler's context: its error, set by the error interceptor. */
+interface HandlerOutcome {
+  hasError(): boolean;
+  getError(): unknown;
+}
+
+/** The context of one entry (RedisStreamsContext), as far as telemetry reads it. */
+export interface ProcessedEntry extends HandlerOutcome {
+  readonly id: string;
+  readonly deliveries: number;
+  readonly headers: Headers;
+}
+
+/** The context of a batch (RedisStreamsBatchContext), as far as telemetry reads it. */
+export interface ProcessedBatch extends HandlerOutcome {
+  readonly entries: readonly { readonly headers: Headers }[];
+  /** The entries the handler failed, by id. */
+  readonly failures: ReadonlyMap<string, unknown>;
+}
 
 export interface ServerTelemetryOptions {
   group: string;
@@ -215,7 +231,7 @@ export class ServerTelemetry {
     stream: string,
     id: string,
     deliveries: number,
-    reason: DeadLetterReason,
+    reason: DeadLetterCause,
     error: unknown,
   ): void {
     this.counters.deadLettered++;
@@ -303,7 +319,7 @@ export class ServerTelemetry {
   process<T>(
     stream: string,
     batch: boolean,
-    ctx: RedisStreamsContext | RedisStreamsBatchContext,
+    ctx: ProcessedEntry | ProcessedBatch,
     run: () => Promise<T>,
   ): Promise<T> {
     const m = this.m;
@@ -341,7 +357,7 @@ export class ServerTelemetry {
     };
     let links: Link[] | undefined;
     if (batch) {
-      const entries = (ctx as RedisStreamsBatchContext).entries;
+      const entries = (ctx as ProcessedBatch).entries;
       attributes[N.ATTR_BATCH_COUNT] = entries.length;
       links = [];
       for (const entry of entries) {
@@ -349,7 +365,7 @@ export class ServerTelemetry {
         if (remote) links.push({ context: remote });
       }
     } else {
-      const one = ctx as RedisStreamsContext;
+      const one = ctx as ProcessedEntry;
       attributes[N.ATTR_MESSAGE_ID] = one.id;
       attributes[N.ATTR_DELIVERIES] = one.deliveries;
       const remote = this.remoteContext(one.headers);
@@ -364,7 +380,7 @@ export class ServerTelemetry {
       try {
         const value = await run();
         if (batch) {
-          const failures = (ctx as RedisStreamsBatchContext).failures.size;
+          const failures = (ctx as ProcessedBatch).failures.size;
           if (failures > 0) span.setAttribute(N.ATTR_BATCH_FAILED, failures);
         }
         record(undefined);

@@ -21,10 +21,10 @@ import { closeClient } from '../redis/connection';
 import { REPLY_STREAM_IDLE_TTL_MS, REPLY_STREAM_MARKER } from '../redis/keys';
 import { createManagedClient, EventListener } from '../redis/managed-client';
 import { defineStreamScripts, StreamScripts } from '../redis/scripts';
-import { RedisStreamsEvents } from './redis-streams.events';
+import { RedisStreamsEvents } from '../redis/redis-streams.events';
 import { RedisStreamsClientOptions } from './redis-streams.options';
 import { RedisStreamsRecord } from './redis-streams.record';
-import { checkClientOptions } from './server-options';
+import { checkClientOptions } from './client-options';
 import { ClientTelemetry } from '../telemetry/client-telemetry';
 
 type Client = (Redis | Cluster) & StreamScripts;

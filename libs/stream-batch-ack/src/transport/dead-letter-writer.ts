@@ -1,8 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { describeError } from '../core/errors';
+import type { DeadLetterCause } from '../dead-letter/dead-letter-entry';
 import type { StreamScripts } from '../redis/scripts';
-
-export type DeadLetterReason = 'malformed' | 'max-deliveries' | 'handler-failed';
 
 /** Moves entries to their dead-letter stream and acknowledges them, one Lua script per entry. */
 export class DeadLetterWriter {
@@ -21,7 +20,7 @@ export class DeadLetterWriter {
     id: string,
     fields: Record<string, string>,
     deliveries: number,
-    reason: DeadLetterReason,
+    reason: DeadLetterCause,
     error: unknown,
   ): Promise<string> {
     const { group, consumer } = this.options;

@@ -6,7 +6,8 @@ import { LruCache } from '../core/lru-cache';
 import type { IdempotencyStore } from '../idempotency/idempotency.store';
 import type { IdempotentOptions } from '../idempotency/idempotency.options';
 import type { StreamPartition } from '../partitions/partition-layout';
-import type { DeadLetterReason, DeadLetterWriter } from './dead-letter-writer';
+import type { DeadLetterCause } from '../dead-letter/dead-letter-entry';
+import type { DeadLetterWriter } from './dead-letter-writer';
 import type { FlowGate } from './flow-gate';
 import type { DeliveredEntry, PendingReclaimer } from './pending-reclaimer';
 import {
@@ -504,7 +505,7 @@ export class EntryProcessor {
     entry: DeliveredEntry,
     fields: Record<string, string>,
     deliveries: number,
-    reason: DeadLetterReason,
+    reason: DeadLetterCause,
     error: unknown,
   ): Promise<void> {
     try {

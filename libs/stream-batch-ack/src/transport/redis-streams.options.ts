@@ -1,17 +1,9 @@
 import type { Deserializer, Serializer } from '@nestjs/microservices';
-import type { ClusterNode, ClusterOptions, RedisOptions } from 'ioredis';
 import type { BackoffOptions } from '../core/backoff';
 import type { TransportIdempotencyOptions } from '../idempotency/idempotency.options';
 import type { PartitionsOption } from '../partitions/partition-layout';
+import type { RedisStreamsConnection } from '../redis/connection';
 import type { EventEmitterLike } from '../telemetry/redis-streams.telemetry-events';
-
-/** A Redis Cluster: its seed nodes and ioredis Cluster options. */
-export interface RedisStreamsClusterConnection {
-  cluster: ClusterNode[];
-  clusterOptions?: ClusterOptions;
-}
-
-export type RedisStreamsConnection = string | RedisOptions | RedisStreamsClusterConnection;
 
 export interface RedisStreamsServerOptions {
   /**

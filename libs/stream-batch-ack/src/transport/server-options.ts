@@ -1,26 +1,19 @@
 import { hostname } from 'node:os';
 import type { BackoffOptions } from '../core/backoff';
-import { DEFAULT_REPLY_PREFIX } from '../core/entry-codec';
 import { StreamBatchAckConfigError } from '../core/errors';
-import { nearestName } from '../core/nearest-name';
 import type { TransportIdempotencyOptions } from '../idempotency/idempotency.options';
-import { isClusterConnection } from '../redis/connection';
-import { PartitionsOption, resolvePartitions } from '../partitions/partition-layout';
+import { resolvePartitions } from '../partitions/partition-layout';
 import { defaultDeadLetterStream } from '../redis/keys';
 import {
-  RedisStreamsClientOptions,
-  RedisStreamsClusterConnection,
-  RedisStreamsServerOptions,
-  ResolvedServerOptions,
-} from './redis-streams.options';
+  checkConnection,
+  checkOptionNames,
+  int,
+  num,
+  OptionNames,
+  replyPrefix,
+} from './option-checks';
+import { RedisStreamsServerOptions, ResolvedServerOptions } from './redis-streams.options';
 
-/**
- * The option names of an options object: `true` for a leaf (or a value not looked into, such as
- * ioredis options), a nested object for a group of options whose names are fixed too. Each level
- * is typed against its options interface, so an option added there must be listed here.
- */
-type OptionTree = { [name: string]: true | OptionTree };
-type OptionNames<T> = Record<keyof Required<T>, true | OptionTree>;
 type ServerGroup<K extends keyof RedisStreamsServerOptions> = OptionNames<
   NonNullable<RedisStreamsServerOptions[K]>
 >;
@@ -68,22 +61,6 @@ const SERVER_OPTIONS: OptionNames<RedisStreamsServerOptions> = {
   telemetry: { groupInfoIntervalMs: true } satisfies ServerGroup<'telemetry'>,
   eventEmitter: true,
 };
-const CLIENT_OPTIONS: OptionNames<RedisStreamsClientOptions> = {
-  connection: true,
-  maxLen: true,
-  trimEvery: true,
-  replyTimeoutMs: true,
-  replyPrefix: true,
-  partitions: true,
-  partitionKey: true,
-  serializer: true,
-  deserializer: true,
-};
-const CLUSTER_CONNECTION: OptionNames<RedisStreamsClusterConnection> = {
-  cluster: true,
-  clusterOptions: true,
-};
-const PARTITION: OptionNames<Extract<PartitionsOption[string], object>> = { count: true };
 
 /** Fills in the defaults and rejects invalid options with an error that names the option. */
 export function resolveServerOptions(options: RedisStreamsServerOptions): ResolvedServerOptions {
@@ -180,115 +157,4 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
     int('idempotency.maxSize', idem.maxSize, 1, 1);
   }
   return resolved;
-}
-
-/** Rejects invalid ClientRedisStreams options with an error that names the option. */
-export function checkClientOptions(options: RedisStreamsClientOptions): void {
-  if (!options || typeof options !== 'object')
-    throw new StreamBatchAckConfigError('options', 'ClientRedisStreams needs an options object.');
-  checkOptionNames('ClientRedisStreams', options, CLIENT_OPTIONS);
-  checkConnection(options.connection);
-  int('maxLen', options.maxLen, 0, 0);
-  int('trimEvery', options.trimEvery, 1, 1);
-  int('replyTimeoutMs', options.replyTimeoutMs, 1, 1);
-  replyPrefix(options.replyPrefix);
-  resolvePartitions(options.partitions);
-  if (options.partitionKey !== undefined && typeof options.partitionKey !== 'function')
-    throw new StreamBatchAckConfigError(
-      'partitionKey',
-      'must be a function (stream, data) => string | undefined.',
-    );
-}
-
-/**
- * Refuses an option name that `tree` does not list, at every level it lists, naming the option
- * and the nearest valid name. Values that are not plain objects are left to the value checks.
- */
-function checkOptionNames(
-  owner: 'ServerRedisStreams' | 'ClientRedisStreams',
-  options: object,
-  tree: OptionTree,
-): void {
-  checkNames(owner, options, tree, '');
-  const { connection, partitions } = options as { connection?: unknown; partitions?: unknown };
-  if (isPlainObject(connection) && isClusterConnection(connection as never))
-    checkNames(owner, connection, CLUSTER_CONNECTION, 'connection.');
-  if (isPlainObject(partitions))
-    for (const [stream, spec] of Object.entries(partitions))
-      if (isPlainObject(spec)) checkNames(owner, spec, PARTITION, `partitions.${stream}.`);
-}
-
-function checkNames(owner: string, options: object, tree: OptionTree, path: string): void {
-  const names = Object.keys(tree);
-  for (const [name, value] of Object.entries(options)) {
-    const option = `${path}${name}`;
-    const sub = tree[name];
-    if (sub === undefined) {
-      const near = nearestName(name, names);
-      throw new StreamBatchAckConfigError(
-        option,
-        `${owner} has no such option. ` +
-          (near !== undefined
-            ? `Did you mean "${path}${near}"?`
-            : `The options${path ? ` of "${path.slice(0, -1)}"` : ''} are: ${names.join(', ')}.`),
-      );
-    }
-    if (sub !== true && isPlainObject(value)) checkNames(owner, value, sub, `${option}.`);
-  }
-}
-
-function isPlainObject(value: unknown): value is object {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function replyPrefix(value: string | undefined): string {
-  if (value === undefined) return DEFAULT_REPLY_PREFIX;
-  if (typeof value !== 'string' || value === '' || /[{}]/.test(value))
-    throw new StreamBatchAckConfigError(
-      'replyPrefix',
-      `must be a non-empty string without "{" or "}" (a reply stream is <replyPrefix>{<uuid>}, the uuid being its Cluster hash tag), got ${JSON.stringify(value) ?? String(value)}.`,
-    );
-  return value;
-}
-
-function checkConnection(connection: unknown): void {
-  if (typeof connection === 'string') {
-    // The URL is quoted without its user info: error messages end up in logs.
-    const shown = connection.replace(/\/\/[^\s/?#]*@/, '//***@');
-    if (!/^rediss?:\/\//.test(connection))
-      throw new StreamBatchAckConfigError(
-        'connection',
-        `expected a redis:// or rediss:// URL, got "${shown}".`,
-      );
-    if (!URL.canParse(connection))
-      throw new StreamBatchAckConfigError(
-        'connection',
-        `"${shown}" is not a valid URL (check the host and that the port is 0-65535).`,
-      );
-    return;
-  }
-  if (!connection || typeof connection !== 'object')
-    throw new StreamBatchAckConfigError(
-      'connection',
-      'give a redis:// URL, ioredis options, or { cluster: [{ host, port }, ...] }.',
-    );
-  if (
-    isClusterConnection(connection as never) &&
-    (connection as { cluster: unknown[] }).cluster.length === 0
-  )
-    throw new StreamBatchAckConfigError('connection.cluster', 'list at least one node.');
-}
-
-function num(name: string, value: number | undefined, fallback: number, min: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < min)
-    throw new StreamBatchAckConfigError(name, `must be a number >= ${min}, got ${String(value)}.`);
-  return value;
-}
-
-function int(name: string, value: number | undefined, fallback: number, min: number): number {
-  const n = num(name, value, fallback, min);
-  if (!Number.isInteger(n))
-    throw new StreamBatchAckConfigError(name, `must be a whole number, got ${n}.`);
-  return n;
 }

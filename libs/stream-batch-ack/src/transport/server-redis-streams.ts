@@ -36,11 +36,11 @@ import {
   RedisStreamsConnectionType,
   RedisStreamsEvents,
   RedisStreamsStatus,
-} from './redis-streams.events';
+} from '../redis/redis-streams.events';
 import { RedisStreamsServerOptions, ResolvedServerOptions } from './redis-streams.options';
 import { ServerTelemetry } from '../telemetry/server-telemetry';
 import type { RedisStreamsEventBus } from '../telemetry/redis-streams.telemetry-events';
-import { RedisStreamsServerMetrics } from './server-metrics';
+import { RedisStreamsServerMetrics } from '../telemetry/server-metrics';
 import { resolveServerOptions } from './server-options';
 import { RawEntry, StreamReader } from './stream-reader';
 

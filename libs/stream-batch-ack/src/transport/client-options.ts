@@ -1,0 +1,34 @@
+import { StreamBatchAckConfigError } from '../core/errors';
+import { resolvePartitions } from '../partitions/partition-layout';
+import { checkConnection, checkOptionNames, int, OptionNames, replyPrefix } from './option-checks';
+import { RedisStreamsClientOptions } from './redis-streams.options';
+
+const CLIENT_OPTIONS: OptionNames<RedisStreamsClientOptions> = {
+  connection: true,
+  maxLen: true,
+  trimEvery: true,
+  replyTimeoutMs: true,
+  replyPrefix: true,
+  partitions: true,
+  partitionKey: true,
+  serializer: true,
+  deserializer: true,
+};
+
+/** Rejects invalid ClientRedisStreams options with an error that names the option. */
+export function checkClientOptions(options: RedisStreamsClientOptions): void {
+  if (!options || typeof options !== 'object')
+    throw new StreamBatchAckConfigError('options', 'ClientRedisStreams needs an options object.');
+  checkOptionNames('ClientRedisStreams', options, CLIENT_OPTIONS);
+  checkConnection(options.connection);
+  int('maxLen', options.maxLen, 0, 0);
+  int('trimEvery', options.trimEvery, 1, 1);
+  int('replyTimeoutMs', options.replyTimeoutMs, 1, 1);
+  replyPrefix(options.replyPrefix);
+  resolvePartitions(options.partitions);
+  if (options.partitionKey !== undefined && typeof options.partitionKey !== 'function')
+    throw new StreamBatchAckConfigError(
+      'partitionKey',
+      'must be a function (stream, data) => string | undefined.',
+    );
+}
