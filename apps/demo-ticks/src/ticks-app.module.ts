@@ -43,7 +43,7 @@ export class TicksRedisLifecycle implements OnApplicationShutdown {
 export class TicksAppModule {
   /**
    * `settings` (from parseTicksEnv) become the ConfigModule namespaces; the consumer's
-   * `@EventPattern` needs the stream name when its class is made, and `server` is the instance
+   * `@StreamEventPattern` needs the stream name when its class is made, and `server` is the instance
    * passed to connectMicroservice (the health check reads it).
    */
   static register(settings: TicksSettings, server: ServerRedisStreams): DynamicModule {

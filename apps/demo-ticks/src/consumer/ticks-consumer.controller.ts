@@ -29,7 +29,7 @@ export type TickRejection = 'invalid-tick' | 'ts-out-of-window' | 'volume-overfl
  * gets past that check is not counted twice. Ticks that would corrupt a candle are dead-lettered
  * (TickRejection).
  *
- * The class is made per app because the stream name (the `@EventPattern`) comes from the
+ * The class is made per app because the stream name (the `@StreamEventPattern`) comes from the
  * configuration.
  */
 export function createTicksConsumerController(stream: string): Type<unknown> {
