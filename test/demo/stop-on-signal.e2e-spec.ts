@@ -146,7 +146,10 @@ describe('the demo launchers stop every process below them on a signal to the to
     process.kill(chain.pid, 'SIGTERM');
     await allGone(procs, 10_000);
     await chain.exited;
-    expect(chain.output()).toContain('[with-redis] the parent process is gone: stopping');
+    // Written by with-redis after the shell died: read from the pipe a moment later, on a busy machine.
+    await waitFor('the launcher saying why it stopped', () =>
+      chain.output().includes('[with-redis] the parent process is gone: stopping'),
+    );
   });
 
   /** `npm run demo -- --from-source` on free ports, a small collector. */
@@ -213,6 +216,8 @@ describe('the demo launchers stop every process below them on a signal to the to
     process.kill(parent.pid, 'SIGKILL');
     await allGone(procs, 20_000);
     await cleanedUp(parent.output);
-    expect(parent.output()).toContain('[demo] the parent process is gone: stopping');
+    await waitFor('demo.js saying why it stopped', () =>
+      parent.output().includes('[demo] the parent process is gone: stopping'),
+    );
   });
 });
