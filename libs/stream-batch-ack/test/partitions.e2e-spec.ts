@@ -128,7 +128,13 @@ describe('partitioned streams on a single Redis (all partitions on one node)', (
       partitionKey: (_stream, data) => (data as Partial<Tick>).sym,
     });
     await client.connect();
-  }, 20_000);
+    // Ordered partitions (the default): A took all four alone, and hands two over to B.
+    await waitFor(
+      'partitions spread over A and B',
+      () => servers.every((s) => s.ownedPartitions(TICKS).length === 2),
+      20_000,
+    );
+  }, 30_000);
 
   afterAll(async () => {
     await client?.close();
@@ -171,6 +177,8 @@ describe('partitioned streams on a single Redis (all partitions on one node)', (
         .filter((t) => t.sym === sym)
         .map((t) => t.seq);
       expect(inStream).toEqual(Array.from({ length: PER_SYMBOL }, (_, i) => i));
+      // ...each partition has one owner, so one consumer handled all of a key...
+      expect(new Set(seen.filter((t) => t.sym === sym).map((t) => t.consumer)).size).toBe(1);
       // ...and each consumer saw its share of them in that order.
       for (const consumer of ['A', 'B']) {
         const got = seen.filter((t) => t.sym === sym && t.consumer === consumer).map((t) => t.seq);

@@ -137,6 +137,8 @@ describe('every documented option is accepted', () => {
       deserializer: { deserialize: (v: unknown) => v },
       replyPrefix: 'app:reply:',
       partitions: { ticks: 2, trades: { count: 3 } },
+      ordering: 'none',
+      leaseMs: 3000,
       telemetry: { groupInfoIntervalMs: 1000 },
       eventEmitter: { emit: () => true },
     };

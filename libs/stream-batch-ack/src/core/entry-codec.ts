@@ -168,3 +168,22 @@ export function compareStreamIds(a: string, b: string): number {
   const seq = BigInt(as) - BigInt(bs);
   return seq === 0n ? 0 : seq < 0n ? -1 : 1;
 }
+
+/**
+ * The header in which ClientRedisStreams writes the partition key of a message to a partitioned
+ * stream; the consumer keeps the order of each key by it (`ordering: 'key'`).
+ */
+export const PARTITION_KEY_HEADER = 'sba-partition-key';
+
+/**
+ * The partition key of a raw entry (`[field, value, ...]`): its `sba-partition-key` header, or
+ * undefined (no key, or headers that do not parse: such an entry is dead-lettered anyway).
+ */
+export function partitionKeyOfFields(flat: readonly string[]): string | undefined {
+  for (let i = 0; i + 1 < flat.length; i += 2) {
+    if (flat[i] !== HEADERS_FIELD) continue;
+    const headers = parseHeaders(flat[i + 1]);
+    return typeof headers === 'string' ? undefined : headers[PARTITION_KEY_HEADER];
+  }
+  return undefined;
+}

@@ -64,6 +64,37 @@ export interface GroupRecreatedEvent {
   fromStartId: boolean;
 }
 
+/** A partition of an ordered partitioned stream, as the partition events name it. */
+export interface PartitionEventBase {
+  /** The logical stream (the handler's pattern). */
+  stream: string;
+  partition: number;
+  /** The partition's stream, e.g. `ticks:{2}`. */
+  partitionStream: string;
+  group: string;
+  /** This server's consumer. */
+  consumer: string;
+}
+
+/** This consumer took a partition's lease, and the previous owner's pending entries. */
+export interface PartitionAssignedEvent extends PartitionEventBase {
+  /** The lease's fencing token (grows with every new lease of the partition). */
+  token: string;
+  /** Pending entries taken over from the previous owner (handled first, in id order). */
+  takenOver: number;
+}
+
+/** This consumer gave a partition up, after its handlers finished and its acks were sent. */
+export interface PartitionReleasedEvent extends PartitionEventBase {
+  /** `'rebalance'`: the group changed and another consumer gets it; `'shutdown'`: close(). */
+  reason: 'rebalance' | 'shutdown';
+}
+
+/** This consumer lost a partition's lease without handing it over (it was not renewed in time). */
+export interface PartitionLostEvent extends PartitionEventBase {
+  reason: string;
+}
+
 /** The events of `server.events`, by name. */
 export interface RedisStreamsTelemetryEvents {
   'redis_streams.message.dead_lettered': DeadLetteredEvent;
@@ -71,6 +102,9 @@ export interface RedisStreamsTelemetryEvents {
   'redis_streams.ack.flush_recovered': AckFlushRecoveredEvent;
   'redis_streams.claim': ClaimEvent;
   'redis_streams.group.recreated': GroupRecreatedEvent;
+  'redis_streams.partition.assigned': PartitionAssignedEvent;
+  'redis_streams.partition.released': PartitionReleasedEvent;
+  'redis_streams.partition.lost': PartitionLostEvent;
 }
 
 export type RedisStreamsTelemetryEventName = keyof RedisStreamsTelemetryEvents;

@@ -26,6 +26,14 @@ export interface RedisStreamsServerMetrics {
   xackCalls: number;
   /** Entry ids acknowledged by those commands (`xackIds / xackCalls`: ids per `XACK`). */
   xackIds: number;
+  /** Partition leases taken (ordered partitioned streams). */
+  partitionsAssigned: number;
+  /** Partitions handed over to another consumer, or given up at close(). */
+  partitionsReleased: number;
+  /** Partition leases lost without a hand-over (not renewed in time). */
+  partitionLeasesLost: number;
+  /** Acks refused because the partition's lease had moved (the new owner handles those entries). */
+  fencedAcks: number;
 }
 
 export function emptyServerMetrics(): RedisStreamsServerMetrics {
@@ -41,5 +49,9 @@ export function emptyServerMetrics(): RedisStreamsServerMetrics {
     batches: 0,
     xackCalls: 0,
     xackIds: 0,
+    partitionsAssigned: 0,
+    partitionsReleased: 0,
+    partitionLeasesLost: 0,
+    fencedAcks: 0,
   };
 }

@@ -15,6 +15,7 @@ import { AckFlushError, describeError } from '../core/errors';
 import type { Headers } from '../core/entry-codec';
 import { GroupInfo, readGroupInfo } from '../redis/group-info';
 import type { DeadLetterCause } from '../dead-letter/dead-letter-entry';
+import type { StreamPartition } from '../partitions/partition-layout';
 import { emptyServerMetrics, RedisStreamsServerMetrics } from './server-metrics';
 import { loadOtelApi, OtelApi, OtelProbe } from './otel-api';
 import { EventEmitterLike, RedisStreamsEventBus } from './redis-streams.telemetry-events';
@@ -307,6 +308,44 @@ export class ServerTelemetry {
       fromId,
       fromStartId,
     });
+  }
+
+  /** This consumer took the lease of `partition` and `takenOver` pending entries. */
+  partitionAssigned(partition: StreamPartition, token: string, takenOver: number): void {
+    this.counters.partitionsAssigned++;
+    this.events.emit('redis_streams.partition.assigned', {
+      ...this.partitionBase(partition),
+      token,
+      takenOver,
+    });
+  }
+
+  partitionReleased(partition: StreamPartition, reason: 'rebalance' | 'shutdown'): void {
+    this.counters.partitionsReleased++;
+    this.events.emit('redis_streams.partition.released', {
+      ...this.partitionBase(partition),
+      reason,
+    });
+  }
+
+  partitionLost(partition: StreamPartition, reason: string): void {
+    this.counters.partitionLeasesLost++;
+    this.events.emit('redis_streams.partition.lost', { ...this.partitionBase(partition), reason });
+  }
+
+  /** `count` acks of `stream` refused: its lease had moved. */
+  acksFenced(count: number): void {
+    this.counters.fencedAcks += count;
+  }
+
+  private partitionBase(partition: StreamPartition) {
+    return {
+      stream: partition.logicalStream,
+      partition: partition.partition,
+      partitionStream: partition.stream,
+      group: this.options.group,
+      consumer: this.options.consumer,
+    };
   }
 
   // ------------------------------------------------------------------ handler calls

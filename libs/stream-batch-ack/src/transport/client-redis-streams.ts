@@ -8,6 +8,7 @@ import {
   encodePayload,
   Headers,
   mergeMetadata,
+  PARTITION_KEY_HEADER,
   replyStreamName,
 } from '../core/entry-codec';
 import { describeError, NotInitializedError, RequestTimeoutError } from '../core/errors';
@@ -202,27 +203,29 @@ export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents> {
     data: unknown,
     key: string | undefined,
     client: Client,
-  ): Promise<string> {
-    if (this.router.layout.count(stream) !== undefined)
-      return this.router.route(stream, key ?? this.options.partitionKey?.(stream, data));
+  ): Promise<[stream: string, key: string | undefined]> {
+    if (this.router.layout.count(stream) !== undefined) {
+      key ??= this.options.partitionKey?.(stream, data);
+      return [this.router.route(stream, key), key];
+    }
     if (!this.unpartitionedChecked.has(stream)) {
       await checkPartitionCounts(client, [stream], this.router.layout.counts, 'client');
       this.unpartitionedChecked.add(stream);
     }
-    return stream;
+    return [stream, undefined];
   }
 
   protected async dispatchEvent<T = any>(packet: ReadPacket): Promise<T> {
     const message = this.serialize(packet);
     const { data, headers, partitionKey } = message instanceof Promise ? await message : message;
     const client = this.unwrap<Client>();
-    const stream = await this.target(
+    const [stream, key] = await this.target(
       this.normalizePattern(packet.pattern),
       data,
       partitionKey,
       client,
     );
-    const id = (await this.telemetry.send(stream, headers, (h) =>
+    const id = (await this.telemetry.send(stream, withPartitionKey(headers, key), (h) =>
       client.call('XADD', stream, '*', ...encodePayload(data, h)),
     )) as string;
     this.maybeTrim(stream);
@@ -252,11 +255,11 @@ export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents> {
     const write = async () => {
       const message = this.serialize(packet);
       const { data, headers, partitionKey } = message instanceof Promise ? await message : message;
-      const [physical] = await Promise.all([
+      const [[physical, key]] = await Promise.all([
         this.target(stream, data, partitionKey, client),
         this.renewReplyStream(client),
       ]);
-      await this.telemetry.send(physical, headers, (h) =>
+      await this.telemetry.send(physical, withPartitionKey(headers, key), (h) =>
         client.call(
           'XADD',
           physical,
@@ -393,4 +396,12 @@ export class ClientRedisStreams extends ClientProxy<RedisStreamsEvents> {
       .finally(() => this.trims.delete(run));
     this.trims.add(run);
   }
+}
+
+/** The headers of a message to a partitioned stream carry its partition key (the consumers keep its order). */
+function withPartitionKey(
+  headers: Headers | undefined,
+  key: string | undefined,
+): Headers | undefined {
+  return key === undefined ? headers : { ...headers, [PARTITION_KEY_HEADER]: key };
 }

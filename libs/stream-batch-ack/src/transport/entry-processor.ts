@@ -1,7 +1,14 @@
 import type { Logger } from '@nestjs/common';
 import type { AckBatcher } from '../core/ack-batcher';
-import { DecodedEntry, decodeEntry, Headers, RequestInfo } from '../core/entry-codec';
+import {
+  DecodedEntry,
+  decodeEntry,
+  Headers,
+  partitionKeyOfFields,
+  RequestInfo,
+} from '../core/entry-codec';
 import { describeError, MalformedEntryError, MaxDeliveriesExceededError } from '../core/errors';
+import { KeySequencer, SequencedFate } from '../core/key-sequencer';
 import { LruCache } from '../core/lru-cache';
 import type { IdempotencyStore } from '../idempotency/idempotency.store';
 import type { IdempotentOptions } from '../idempotency/idempotency.options';
@@ -30,6 +37,11 @@ export interface Route {
   batch: boolean;
   /** `@MessagePattern(stream)`: the handler's result is the reply of a request. */
   replies: boolean;
+  /**
+   * A partition whose order is kept (`ordering: 'key'`): handled only while this consumer owns
+   * it, each key's entries in id order and one at a time.
+   */
+  ordered?: boolean;
   idempotent?: {
     key?: IdempotentOptions['key'];
     ttlMs: number;
@@ -66,6 +78,8 @@ export interface ProcessorDeps {
   replyPrefix: string;
   /** Sends the reply of a request (`@MessagePattern`). */
   reply(request: RequestInfo, result: { response?: unknown; err?: unknown }): Promise<void>;
+  /** For ordered partitions: true while this consumer owns the partition and may handle it. */
+  owns?(stream: string): boolean;
 }
 
 /** How one entry's run ended. */
@@ -75,7 +89,15 @@ interface Outcome {
   skipAck?: boolean;
   /** A request whose error was sent back to the caller: acknowledged, not retried. */
   answered?: boolean;
+  /**
+   * Ordered batch: an entry after a failed one of its key. Neither acknowledged nor retried: it
+   * runs again after the failed one.
+   */
+  heldBack?: boolean;
 }
+
+/** The error recorded (for the idempotency marks) for an entry held back behind a failed one. */
+const HELD_BACK = new Error('held back behind a failed entry of its key');
 
 /** An entry that decoded well and is about to run. */
 interface Job {
@@ -96,6 +118,8 @@ export class EntryProcessor {
   private readonly running = new Set<Promise<void>>();
   /** The last error of entries waiting for a retry: a dead-letter entry names it. */
   private readonly lastErrors = new LruCache<string>({ maxSize: 10_000, ttlMs: 24 * 3600_000 });
+  /** Per ordered partition: the order of its keys. */
+  private readonly sequencers = new Map<string, KeySequencer<DeliveredEntry>>();
 
   constructor(private readonly deps: ProcessorDeps) {}
 
@@ -155,20 +179,90 @@ export class EntryProcessor {
     if (fresh.length === 0) return;
     for (const e of fresh) ids.add(e.id);
     this.deps.gate.take(fresh.length);
+    if (!route.ordered) {
+      this.deps.telemetry.delivered(stream, fresh.length);
+      this.start(route, fresh);
+      return;
+    }
+    // Read or claimed just before this consumer gave the partition up: left pending, to its next
+    // owner, which takes the pending entries over first.
+    if (!this.deps.owns?.(stream)) {
+      this.leave(stream, fresh);
+      return;
+    }
     this.deps.telemetry.delivered(stream, fresh.length);
-    const run: Promise<void> = this.handle(route, fresh)
-      .catch((err: unknown) =>
-        this.deps.logger.error(`Entries of "${stream}": ${describeError(err)}`),
-      )
-      .finally(() => {
-        for (const e of fresh) ids.delete(e.id);
+    let sequencer = this.sequencers.get(stream);
+    if (!sequencer)
+      this.sequencers.set(
+        stream,
+        (sequencer = new KeySequencer<DeliveredEntry>(keyOf, route.batch)),
+      );
+    const runnable = sequencer.admit(fresh);
+    if (runnable.length > 0) this.start(route, runnable, sequencer);
+  }
+
+  /**
+   * Forgets an ordered partition that this consumer gave up or lost: the entries waiting for
+   * their key's turn or for a retry leave (they stay pending in Redis, for the next owner);
+   * handlers running now finish (`inFlightOf(stream)` counts them).
+   */
+  dropPartition(stream: string): void {
+    const sequencer = this.sequencers.get(stream);
+    this.sequencers.delete(stream);
+    this.deps.reclaimer.forget(stream);
+    if (sequencer) this.leave(stream, sequencer.drop());
+  }
+
+  private start(
+    route: Route,
+    entries: DeliveredEntry[],
+    sequencer?: KeySequencer<DeliveredEntry>,
+  ): void {
+    const run: Promise<void> = this.handle(route, entries)
+      .catch((err: unknown) => {
+        this.deps.logger.error(`Entries of "${route.stream}": ${describeError(err)}`);
+        return undefined;
+      })
+      .then((heldBack) => {
         this.running.delete(run);
-        this.deps.gate.release(fresh.length);
+        if (sequencer) this.next(route, entries, sequencer, heldBack);
+        else this.leave(route.stream, entries);
       });
     this.running.add(run);
   }
 
-  private async handle(route: Route, entries: DeliveredEntry[]): Promise<void> {
+  /** After a run of an ordered partition: what finished leaves, and the keys it freed go on. */
+  private next(
+    route: Route,
+    ran: DeliveredEntry[],
+    sequencer: KeySequencer<DeliveredEntry>,
+    heldBack: ReadonlySet<string> | undefined,
+  ): void {
+    const { stream } = route;
+    if (this.sequencers.get(stream) !== sequencer) {
+      this.leave(stream, ran); // the partition was dropped meanwhile
+      return;
+    }
+    const fate = (e: DeliveredEntry): SequencedFate =>
+      heldBack?.has(e.id) ? 'held' : this.deps.reclaimer.isWaiting(stream, e.id) ? 'retry' : 'done';
+    this.leave(stream, heldBack ? ran.filter((e) => !heldBack.has(e.id)) : ran);
+    const turn = sequencer.settle(ran, fate);
+    if (turn.length > 0) this.start(route, turn, sequencer);
+  }
+
+  /** Entries that are not handled here any more (done, waiting for a retry, or dropped). */
+  private leave(stream: string, entries: readonly DeliveredEntry[]): void {
+    if (entries.length === 0) return;
+    const ids = this.inFlight.get(stream);
+    for (const e of entries) ids?.delete(e.id);
+    this.deps.gate.release(entries.length);
+  }
+
+  /** Handles entries of one stream; resolves with the ids held back (ordered batches), if any. */
+  private async handle(
+    route: Route,
+    entries: DeliveredEntry[],
+  ): Promise<ReadonlySet<string> | undefined> {
     const decoded = await this.admit(route, entries);
     if (decoded.length === 0) return;
     const idem = route.idempotent;
@@ -176,7 +270,12 @@ export class EntryProcessor {
     if (!idem || !store) {
       const jobs = await this.withinDeliveryLimit(route, decoded);
       if (jobs.length === 0) return;
-      if (route.batch) await this.settle(route, jobs, await this.runBatch(route, jobs));
+      if (route.batch) {
+        const outcomes = await this.runBatch(route, jobs);
+        const heldBack = this.holdBack(route, jobs, outcomes);
+        await this.settle(route, jobs, outcomes);
+        return heldBack;
+      }
       // Per-entry handlers without idempotency: each entry is acknowledged as soon as it is done.
       else
         await Promise.all(
@@ -247,6 +346,7 @@ export class EntryProcessor {
             this.runOne(route, job, handle && { ...handle, record: store.record(job.key!) }),
           ),
         );
+    const heldBack = this.holdBack(route, toRun, outcomes);
     const succeeded: string[] = [];
     const failed: string[] = [];
     outcomes.forEach((o, i) => (o.error === undefined ? succeeded : failed).push(toRun[i].key!));
@@ -258,6 +358,26 @@ export class EntryProcessor {
       this.deps.logger.warn(`Idempotency marks on "${route.stream}" failed: ${describeError(err)}`);
     }
     await this.settle(route, toRun, outcomes);
+    return heldBack;
+  }
+
+  /**
+   * Ordered batches: the entries of a key after its first failed one are held back (not
+   * acknowledged, not retried, their idempotency keys forgotten): they run again after it.
+   */
+  private holdBack(route: Route, jobs: Job[], outcomes: Outcome[]): Set<string> | undefined {
+    if (!route.ordered || !route.batch) return undefined;
+    let failedKeys: Set<string> | undefined;
+    let held: Set<string> | undefined;
+    jobs.forEach((job, i) => {
+      const key = keyOf(job.entry);
+      if (key === undefined) return;
+      if (failedKeys?.has(key)) {
+        outcomes[i] = { error: HELD_BACK, heldBack: true };
+        (held ??= new Set()).add(job.entry.id);
+      } else if (outcomes[i].error !== undefined) (failedKeys ??= new Set()).add(key);
+    });
+    return held;
   }
 
   /** Dead-letters the entries delivered more than maxDeliveries times (their handler keeps failing or crashing); returns the others. */
@@ -458,6 +578,7 @@ export class EntryProcessor {
     let succeeded = 0;
     let failed = 0;
     outcomes.forEach((outcome, i) => {
+      if (outcome.heldBack) return;
       const { entry, decoded } = jobs[i];
       const key = `${stream}\u0000${entry.id}`;
       if (outcome.error === undefined) {
@@ -519,4 +640,10 @@ export class EntryProcessor {
       );
     }
   }
+}
+
+/** The partition key of an entry (its `sba-partition-key` header), looked up once. */
+function keyOf(entry: DeliveredEntry): string | undefined {
+  if (entry.key === undefined) entry.key = partitionKeyOfFields(entry.fields) ?? null;
+  return entry.key ?? undefined;
 }

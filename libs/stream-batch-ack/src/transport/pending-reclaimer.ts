@@ -11,6 +11,8 @@ export interface DeliveredEntry {
   id: string;
   fields: string[];
   deliveries: number;
+  /** Its partition key, once looked up (null: none), for partitions whose order is kept. */
+  key?: string | null;
 }
 
 export interface PendingReclaimerOptions {
@@ -26,6 +28,11 @@ export interface ReclaimerCallbacks {
   deliver(stream: string, entries: DeliveredEntry[]): void;
   /** An entry deleted from the stream while pending: nothing to handle, acknowledge it. */
   acknowledge(stream: string, id: string): void;
+  /**
+   * Whether this consumer may claim entries of `stream` now (default: always). A partition whose
+   * order is kept is claimed only by its owner.
+   */
+  claimable?(stream: string): boolean;
   /** After each scan: `count` entries were taken over, from the consumers `owners()` lists. */
   claimed?(stream: string, count: number, owners: () => string[]): void;
 }
@@ -83,6 +90,11 @@ export class PendingReclaimer {
     await Promise.allSettled([this.loop, ...this.firing]);
   }
 
+  /** Drops the retries waiting on `stream` (its entries stay pending in Redis, for its next owner). */
+  forget(stream: string): void {
+    for (const [key, retry] of this.retries) if (retry.stream === stream) this.retries.delete(key);
+  }
+
   /**
    * Schedules the next delivery of an entry whose delivery `deliveries` failed (after the backoff
    * delay), or was skipped (after `delayMs`); returns the delay.
@@ -134,6 +146,7 @@ export class PendingReclaimer {
    * over in the meantime has been idle for less, and is left to it.
    */
   private async claimForRetry(stream: string, due: Retry[]): Promise<void> {
+    if (this.callbacks.claimable?.(stream) === false) return;
     const minIdle = Math.min(...due.map((r) => r.delayMs));
     const reply = (await this.commands.call(
       'XCLAIM',
@@ -167,6 +180,7 @@ export class PendingReclaimer {
       backlog = false;
       for (const stream of streams) {
         if (this.gate.isClosed) break;
+        if (this.callbacks.claimable?.(stream) === false) continue;
         try {
           if ((await this.claimOnce(stream)) > 0 && this.cursors.has(stream)) backlog = true;
         } catch (err) {
@@ -175,6 +189,53 @@ export class PendingReclaimer {
         }
       }
     }
+  }
+
+  /**
+   * Takes over every pending entry of `stream` (a partition this consumer now owns), whoever
+   * holds it, in id order, `claim.count` per page as room allows, and hands them on. Returns how
+   * many were taken.
+   */
+  async takeOver(stream: string): Promise<number> {
+    const { group, consumer, claim } = this.options;
+    let after: string | undefined;
+    let taken = 0;
+    while (!this.gate.isClosed) {
+      while (this.gate.room() === 0 && !this.gate.isClosed) await this.gate.wait(100);
+      const count = Math.max(1, Math.min(claim.count, this.gate.room()));
+      const rows = (await this.commands.call(
+        'XPENDING',
+        stream,
+        group,
+        after ? `(${after}` : '-',
+        '+',
+        count,
+      )) as [id: string, owner: string, idleMs: number, deliveries: number][];
+      if (rows.length === 0) break;
+      after = rows[rows.length - 1][0];
+      const counts = new Map<string, number>();
+      for (const [id, , , deliveries] of rows)
+        if (!this.callbacks.isBusy(stream, id)) counts.set(id, Number(deliveries));
+      if (counts.size > 0) {
+        const claimed = (await this.commands.call(
+          'XCLAIM',
+          stream,
+          group,
+          consumer,
+          0,
+          ...counts.keys(),
+        )) as RawEntry[];
+        const entries: DeliveredEntry[] = [];
+        for (const [id, fields] of claimed) {
+          if (fields === null) this.callbacks.acknowledge(stream, id);
+          else entries.push({ id, fields, deliveries: (counts.get(id) ?? 0) + 1 });
+        }
+        if (entries.length > 0) this.callbacks.deliver(stream, entries);
+        taken += entries.length;
+      }
+      if (rows.length < count) break;
+    }
+    return taken;
   }
 
   /**

@@ -56,6 +56,19 @@ export interface RedisStreamsServerOptions {
    */
   partitions?: PartitionsOption;
   /**
+   * Partitioned streams only. `'key'` (default): each partition has one owner among the group's
+   * live consumers (a lease in Redis), which handles each key's entries (the producer's partition
+   * key) in order and one at a time, a failed entry holding back the later ones of its key.
+   * `'none'`: any consumer reads any partition, and no order is kept across consumers. See
+   * README, "Ordered partitions".
+   */
+  ordering?: 'key' | 'none';
+  /**
+   * How long a partition's lease lasts without renewal (`ordering: 'key'`). Renewed every third
+   * of it; the partitions of a consumer that died move after at most twice this. Default 5000.
+   */
+  leaseMs?: number;
+  /**
    * OpenTelemetry (with `@opentelemetry/api` installed and an SDK registered before `listen()`):
    * the lag and pending gauges read `XINFO GROUPS` when collected, at most every
    * `groupInfoIntervalMs` (default 5000).
@@ -85,6 +98,8 @@ export interface ResolvedServerOptions {
   replyPrefix: string;
   /** Logical stream -> partition count. */
   partitions: ReadonlyMap<string, number>;
+  ordering: 'key' | 'none';
+  leaseMs: number;
   telemetry: { groupInfoIntervalMs: number };
 }
 

@@ -58,6 +58,8 @@ const SERVER_OPTIONS: OptionNames<RedisStreamsServerOptions> = {
   deserializer: true,
   replyPrefix: true,
   partitions: true,
+  ordering: true,
+  leaseMs: true,
   telemetry: { groupInfoIntervalMs: true } satisfies ServerGroup<'telemetry'>,
   eventEmitter: true,
 };
@@ -109,6 +111,8 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
     shutdownTimeoutMs: int('shutdownTimeoutMs', options.shutdownTimeoutMs, 10_000, 0),
     replyPrefix: replyPrefix(options.replyPrefix),
     partitions: resolvePartitions(options.partitions),
+    ordering: ordering(options.ordering),
+    leaseMs: int('leaseMs', options.leaseMs, 5000, 30),
     telemetry: {
       groupInfoIntervalMs: int(
         'telemetry.groupInfoIntervalMs',
@@ -157,4 +161,13 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
     int('idempotency.maxSize', idem.maxSize, 1, 1);
   }
   return resolved;
+}
+
+function ordering(value: unknown): 'key' | 'none' {
+  if (value === undefined) return 'key';
+  if (value === 'key' || value === 'none') return value;
+  throw new StreamBatchAckConfigError(
+    'ordering',
+    `must be 'key' (one owner per partition, each key in order) or 'none', got ${JSON.stringify(value)}.`,
+  );
 }

@@ -13,8 +13,10 @@ import { describeError, NotInitializedError, StreamBatchAckConfigError } from '.
 import { LruCache } from '../core/lru-cache';
 import type { IdempotentOptions } from '../idempotency/idempotency.options';
 import { IdempotencyStore } from '../idempotency/idempotency.store';
-import { PartitionLayout } from '../partitions/partition-layout';
+import { PartitionLayout, StreamPartition } from '../partitions/partition-layout';
 import { checkPartitionCounts } from '../partitions/partition-metadata';
+import { defineLeaseScripts, LeaseScripts, leaseKeys } from '../partitions/lease-scripts';
+import { PartitionOwnership } from '../partitions/partition-ownership';
 import { readGroupStats, StreamGroupStats } from '../partitions/partition-stats';
 import { closeClient, createRedisClient, isClusterConnection } from '../redis/connection';
 import {
@@ -63,7 +65,7 @@ export const REDIS_STREAMS_TRANSPORT = Symbol('REDIS_STREAMS');
 const REPLY_STREAM_MAX_LEN = 10_000;
 
 type Client = Redis | Cluster;
-type CommandClient = Client & StreamScripts;
+type CommandClient = Client & StreamScripts & LeaseScripts;
 
 export { resolveServerOptions };
 
@@ -98,6 +100,10 @@ export class ServerRedisStreams
   private gate: FlowGate | null = null;
   private reclaimer: PendingReclaimer | null = null;
   private heartbeat: ClaimHeartbeat | null = null;
+  /** Who owns which partition of the ordered partitioned streams (`ordering: 'key'`). */
+  private ownership: PartitionOwnership | null = null;
+  /** The reader of each stream. */
+  private readonly readerOf = new Map<string, StreamReader>();
   /** Per physical stream: the last entry id this server read, or the group's at start-up. */
   private readonly lastIds = new Map<string, string>();
   private readonly recreations = new Map<
@@ -158,7 +164,7 @@ export class ServerRedisStreams
       this.createClient('reader', { maxRetriesPerRequest: null }),
     );
     this.reader = this.readers[0];
-    const commands = defineStreamScripts(this.createClient('command', {}));
+    const commands = defineLeaseScripts(defineStreamScripts(this.createClient('command', {})));
     this.commands = commands;
     this.pendingEventListeners = [];
     await Promise.all([...this.readers.map((r) => r.connect()), commands.connect()]);
@@ -178,7 +184,9 @@ export class ServerRedisStreams
     this.idempotency = this.createIdempotencyStore(commands);
 
     const { options } = this;
-    const batcher = new AckBatcher((stream, ids) => commands.xack(stream, options.group, ...ids), {
+    const ownership = this.createOwnership(commands);
+    const ordered = (stream: string) => ownership?.manages(stream) ?? false;
+    const batcher = new AckBatcher((stream, ids) => this.acknowledge(stream, ids), {
       batchSize: options.ack.batchSize,
       intervalMs: options.ack.intervalMs,
       backoff: options.ack.backoff,
@@ -206,6 +214,7 @@ export class ServerRedisStreams
       gate,
       {
         isBusy: (stream, id) => this.processor!.isBusy(stream, id),
+        claimable: (stream) => !ordered(stream) || ownership!.owns(stream),
         deliver: (stream, entries) => this.deliver(stream, entries),
         acknowledge: (stream, id) => batcher.add(stream, id),
         claimed: (stream, count, owners) => this.telemetry.claimed(stream, count, owners),
@@ -233,6 +242,7 @@ export class ServerRedisStreams
         this.deserializePayload(route, payload, request, headers),
       replyPrefix: options.replyPrefix,
       reply: (request, result) => this.reply(request, result),
+      owns: (stream) => ownership?.owns(stream) ?? false,
     });
     this.telemetry.start({
       streams,
@@ -252,7 +262,13 @@ export class ServerRedisStreams
             group: options.group,
             consumer: options.consumer,
             count: options.read.count,
-            blockMs: options.read.blockMs,
+            // Shorter than the fencing margin of a lease: a read never outlasts the lease it began under.
+            blockMs: group.some(ordered)
+              ? Math.min(options.read.blockMs, ownership!.maxBlockMs)
+              : options.read.blockMs,
+            readable: ownership
+              ? (stream) => !ordered(stream) || ownership.reads(stream)
+              : undefined,
           },
           gate,
           (stream, entries) => {
@@ -263,7 +279,11 @@ export class ServerRedisStreams
           this.logger,
         ),
     );
+    this.readGroups.forEach((group, i) => {
+      for (const stream of group) this.readerOf.set(stream, this.streamReaders[i]);
+    });
     this.readLoops = this.streamReaders.map((r) => r.run());
+    await ownership?.start();
     this.reclaimer.start(streams);
     this.heartbeat = new ClaimHeartbeat(
       commands,
@@ -304,6 +324,7 @@ export class ServerRedisStreams
             stream,
             pattern,
             partition: this.layout.locate(stream),
+            ordered: this.options.ordering === 'key',
           });
     }
     for (const logical of this.options.partitions.keys())
@@ -311,6 +332,75 @@ export class ServerRedisStreams
         this.logger.warn(
           `partitions['${logical}'] is set, but no @EventPattern('${logical}') or @MessagePattern('${logical}') handler is registered here: its partitions are not read.`,
         );
+  }
+
+  /** The leases of the ordered partitions, or null when no handler reads an ordered partition. */
+  private createOwnership(commands: CommandClient): PartitionOwnership | null {
+    const byLogical = new Map<string, StreamPartition[]>();
+    for (const route of this.routes.values())
+      if (route.ordered && route.partition) {
+        const list = byLogical.get(route.partition.logicalStream) ?? [];
+        list.push(route.partition);
+        byLogical.set(route.partition.logicalStream, list);
+      }
+    if (byLogical.size === 0) return null;
+    const { group, consumer, leaseMs, shutdownTimeoutMs } = this.options;
+    this.ownership = new PartitionOwnership(
+      commands,
+      { group, consumer, leaseMs },
+      byLogical,
+      {
+        takeOver: (p) => this.reclaimer!.takeOver(p.stream),
+        handOver: async (p) => {
+          // No new reads or claims of the partition from here (it is not owned any more): wait
+          // for the read under way, drop what waits, let running handlers finish, send the acks.
+          await this.readerOf.get(p.stream)?.settled();
+          this.processor!.dropPartition(p.stream);
+          const deadline = Date.now() + shutdownTimeoutMs;
+          while (this.processor!.inFlightOf(p.stream) > 0 && Date.now() < deadline)
+            await new Promise((resolve) => setTimeout(resolve, 20));
+          await this.batcher!.flush();
+        },
+        lost: (p) => this.processor?.dropPartition(p.stream),
+        assigned: (p, token, takenOver) => this.telemetry.partitionAssigned(p, token, takenOver),
+        released: (p, reason) => this.telemetry.partitionReleased(p, reason),
+        leaseLost: (p, reason) => this.telemetry.partitionLost(p, reason),
+      },
+      this.logger,
+    );
+    return this.ownership;
+  }
+
+  /**
+   * The batched XACK. On an ordered partition it goes through a script that checks the lease
+   * first: after the partition moved, the new owner handles those entries again.
+   */
+  private async acknowledge(stream: string, ids: string[]): Promise<unknown> {
+    const commands = this.unwrapCommands();
+    const { group } = this.options;
+    if (!this.ownership?.manages(stream)) return commands.xack(stream, group, ...ids);
+    const holder = this.ownership.holder(stream);
+    const acked = holder
+      ? await commands.sbaFencedAck(stream, leaseKeys.lease(stream, group), group, holder, ...ids)
+      : -1;
+    if (acked === -1) {
+      this.telemetry.acksFenced(ids.length);
+      this.logger.warn(
+        `${ids.length} ack(s) on "${stream}" refused: the partition moved to another consumer, which handles those entries again.`,
+      );
+    }
+    return acked;
+  }
+
+  /**
+   * The partitions of the partitioned stream `stream` (its logical name) that this consumer owns
+   * now (`ordering: 'key'`), or every partition with `ordering: 'none'` (all are read here).
+   */
+  ownedPartitions(stream: string): number[] {
+    const count = this.layout.count(stream);
+    if (count === undefined) return [];
+    if (!this.ownership) return Array.from({ length: count }, (_, i) => i);
+    return this.ownership.owned(stream);
   }
 
   private createIdempotencyStore(commands: CommandClient): IdempotencyStore | null {
@@ -559,6 +649,8 @@ export class ServerRedisStreams
 
   private async doClose(): Promise<void> {
     this.isManuallyClosed = true;
+    // Leases are renewed until the acks are sent, none taken from now on.
+    this.ownership?.freeze();
     this.gate?.close();
     // 1. Stop reading. The XREADGROUP in flight returns within read.blockMs, and its entries are
     // handled: disconnecting during it could drop a reply whose entries Redis already made
@@ -588,8 +680,10 @@ export class ServerRedisStreams
           `${left} ack(s) could not be sent before shutdown; those entries stay pending and will be delivered again.`,
         );
     }
-    // 4. Close the connections. The heartbeat ran until now: entries of handlers that were still
-    // finishing, and of acks still queued, were not taken over in the meantime.
+    // 4. Give the partitions up at once (not after leaseMs), and close the connections. The
+    // heartbeat ran until now: entries of handlers that were still finishing, and of acks still
+    // queued, were not taken over in the meantime.
+    await this.ownership?.stop();
     this.heartbeat?.stop();
     await Promise.all([closeClient(this.ownedIdempotencyClient), closeClient(this.commands)]);
     this.telemetry.stop();

@@ -12,6 +12,11 @@ export interface StreamReaderOptions {
   consumer: string;
   count: number;
   blockMs: number;
+  /**
+   * Which of its streams to read now (default: all). Partitions whose order is kept are read only
+   * while this consumer owns them.
+   */
+  readable?: (stream: string) => boolean;
 }
 
 /**
@@ -19,6 +24,9 @@ export interface StreamReaderOptions {
  * gate has room for, each reply handed on per stream. Disconnecting the connection ends the loop.
  */
 export class StreamReader {
+  /** The XREADGROUP call under way, if any. */
+  private reading: Promise<unknown> | null = null;
+
   constructor(
     private readonly client: Redis | Cluster,
     private readonly streams: readonly string[],
@@ -31,8 +39,9 @@ export class StreamReader {
   ) {}
 
   async run(): Promise<void> {
-    const { group, consumer } = this.options;
-    const ids = this.streams.map(() => '>');
+    const { group, consumer, readable } = this.options;
+    const all = this.streams;
+    const allIds = all.map(() => '>');
     let failures = 0;
     while (!this.gate.isClosed) {
       const room = this.gate.room();
@@ -40,9 +49,15 @@ export class StreamReader {
         await this.gate.wait(100);
         continue;
       }
+      const streams = readable ? all.filter(readable) : all;
+      if (streams.length === 0) {
+        await this.gate.wait(Math.min(100, this.options.blockMs), false);
+        continue;
+      }
+      const ids = streams === all ? allIds : streams.map(() => '>');
       let reply: [string, RawEntry[]][] | null;
       try {
-        reply = (await this.client.call(
+        this.reading = this.client.call(
           'XREADGROUP',
           'GROUP',
           group,
@@ -52,11 +67,13 @@ export class StreamReader {
           'BLOCK',
           this.options.blockMs,
           'STREAMS',
-          ...this.streams,
+          ...streams,
           ...ids,
-        )) as [string, RawEntry[]][] | null;
+        );
+        reply = (await this.reading) as [string, RawEntry[]][] | null;
         failures = 0;
       } catch (err) {
+        this.reading = null;
         if (this.gate.isClosed) break;
         failures++;
         const message = describeError(err);
@@ -72,9 +89,18 @@ export class StreamReader {
         await this.gate.wait(backoffDelay(failures, { initialMs: 100, maxMs: 5000 }), false);
         continue;
       }
+      this.reading = null;
       if (!reply) continue;
       for (const [stream, entries] of reply) if (entries.length > 0) this.deliver(stream, entries);
     }
+  }
+
+  /** Resolves once the XREADGROUP call under way (if any) has returned and its entries were handed on. */
+  async settled(): Promise<void> {
+    const reading = this.reading;
+    if (reading) await reading.catch(() => undefined);
+    // Its reply is handed on synchronously after the await in run(), which ran first.
+    await Promise.resolve();
   }
 
   stop(): void {
