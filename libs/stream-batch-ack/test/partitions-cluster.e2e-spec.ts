@@ -65,7 +65,13 @@ describe('partitioned streams on a Redis Cluster (throwaway 3-node cluster)', ()
       apps.push(started.app);
       servers.push(started.server);
     }
-  }, 60_000);
+    // Ordered partitions (the default): A took all six alone, and hands three over to B.
+    await waitFor(
+      'partitions spread over A and B',
+      () => servers.every((s) => s.ownedPartitions(TICKS).length === N / 2),
+      30_000,
+    );
+  }, 90_000);
 
   afterAll(async () => {
     for (const app of apps) await app.close();

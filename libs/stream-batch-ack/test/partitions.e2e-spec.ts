@@ -250,6 +250,10 @@ describe('partitioned streams on a single Redis (all partitions on one node)', (
       maxPending: 6,
     });
     expect(up.slow).toMatchObject({ status: 'up', pending: 6, lag: 0 });
+    // The partitions this server owns (ordered partitions, the default).
+    expect((up.slow as unknown as { owned: number[] }).owned).toEqual(
+      servers[0].ownedPartitions(SLOW),
+    );
     expect(
       (up.slow as unknown as { partitions: { pending: number }[] }).partitions.map(
         (p) => p.pending,

@@ -275,6 +275,9 @@ function streamDetails(
             lastDeliveredId: p.lastDeliveredId,
           })),
         };
+  // Ordered partitions: the ones this server owns (and so reads) now.
+  if (server?.options.partitions.has(stream) && server.options.ordering === 'key')
+    details.owned = server.ownedPartitions(stream);
   const recreated = server?.groupRecreation(stream);
   if (recreated)
     details.groupRecreated = {
