@@ -598,13 +598,14 @@ export class ServerRedisStreams
 
   /**
    * One claim round on `stream` (normally run every `claim.intervalMs`); on each partition of a
-   * partitioned stream (resolves with the sum).
+   * partitioned stream (resolves with the sum), of an ordered one only on those this server owns.
    */
   async claimOnce(stream: string): Promise<number> {
     if (!this.reclaimer) throw new NotInitializedError('ServerRedisStreams');
     let claimed = 0;
     for (const physical of this.layout.streams(stream))
-      claimed += await this.reclaimer.claimOnce(physical);
+      if (!this.ownership?.manages(physical) || this.ownership.owns(physical))
+        claimed += await this.reclaimer.claimOnce(physical);
     return claimed;
   }
 
