@@ -27,6 +27,26 @@ describe('both demos on a Redis Cluster (npm run demo:cluster)', () => {
   let ticksEnv: Record<string, string>;
   const hotCodes: string[] = [];
 
+  /** Ticks consumer i (consumer-<i + 1>) on `port`. */
+  const ticksConsumer = (i: number, port: number) =>
+    new AppProcess(
+      `consumer-${i + 1}`,
+      'ticks',
+      {
+        ...ticksEnv,
+        PORT: String(port),
+        COLLECTOR: 'false',
+        TICKS_CONSUMER: `consumer-${i + 1}`,
+        // Acks every second: a consumer killed mid-stream leaves entries pending for sure.
+        ACK_INTERVAL_MS: '1000',
+        ACK_BATCH_SIZE: '100000',
+        // Its entries are claimed after 3 s; its in-progress records block for 3 s at most.
+        CLAIM_MIN_IDLE_MS: '3000',
+        IDEMPOTENCY_LOCK_MS: '3000',
+      },
+      `http://127.0.0.1:${port}`,
+    );
+
   beforeAll(async () => {
     cluster = await startLocalCluster({ masters: 3, replicasPerMaster: 1 });
     redis = new Cluster(cluster.nodes);
@@ -51,28 +71,7 @@ describe('both demos on a Redis Cluster (npm run demo:cluster)', () => {
         ),
       );
     }
-    for (let i = 0; i < 3; i++) {
-      const port = await freePort();
-      consumers.push(
-        new AppProcess(
-          `consumer-${i + 1}`,
-          'ticks',
-          {
-            ...ticksEnv,
-            PORT: String(port),
-            COLLECTOR: 'false',
-            TICKS_CONSUMER: `consumer-${i + 1}`,
-            // Acks every second: a consumer killed mid-stream leaves entries pending for sure.
-            ACK_INTERVAL_MS: '1000',
-            ACK_BATCH_SIZE: '100000',
-            // Its entries are claimed after 3 s; its in-progress records block for 3 s at most.
-            CLAIM_MIN_IDLE_MS: '3000',
-            IDEMPOTENCY_LOCK_MS: '3000',
-          },
-          `http://127.0.0.1:${port}`,
-        ),
-      );
-    }
+    for (let i = 0; i < 3; i++) consumers.push(ticksConsumer(i, await freePort()));
     await Promise.all([
       ...shorteners.map((s) => s.ready('/health/ready')),
       ...consumers.map((c) => c.ready('/health')),
@@ -215,7 +214,37 @@ describe('both demos on a Redis Cluster (npm run demo:cluster)', () => {
     );
     expect(pendingAtKill).toBeGreaterThan(0);
     await waitFor('its pending entries claimed', async () => (await pendingOf('consumer-3')) === 0);
+
+    // Restarted: it gets its share of the partitions back (each has one owner), and the candles
+    // of the ticks that follow are exact too.
+    const restarted = ticksConsumer(2, Number(new URL(victim.url!).port));
+    consumers[2] = restarted;
+    await restarted.ready('/health');
+    await waitFor(
+      'the partitions spread over the 3 consumers again',
+      async () => {
+        const owned = await Promise.all(consumers.map(ownedPartitions));
+        return owned.every((o) => o.length === PARTITIONS / 3);
+      },
+      60_000,
+      250,
+    );
+    const after = writeTicks(join(dir, 'b2.jsonl'), 'R', 30, 5000);
+    const before = (await handled())[2];
+    expect(await runCollector(ticksEnv, after.file)).toMatchObject({
+      published: 5000,
+      failed: 0,
+    });
+    await expectExactCandles(after.expected);
+    expect((await handled())[2] - before).toBeGreaterThan(0);
   });
+
+  /** The partitions a consumer owns, from its health details. */
+  const ownedPartitions = async (consumer: AppProcess): Promise<number[]> => {
+    const res = await fetch(`${consumer.url}/health`);
+    const body = (await res.json()) as { details?: { stream?: { owned?: number[] } } };
+    return body.details?.stream?.owned ?? [];
+  };
 
   it('a master failover (CLUSTER FAILOVER on a replica) loses no acknowledged tick, and no cached redirect hangs', async () => {
     const ticks = writeTicks(join(dir, 'c.jsonl'), 'C', 30, 20_000);

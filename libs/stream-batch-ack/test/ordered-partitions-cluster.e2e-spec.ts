@@ -5,6 +5,7 @@ import { waitFor } from './support/helpers';
 import {
   EffectClient,
   emitRounds,
+  firstOf,
   isBalanced,
   KeyedMessage,
   keyName,
@@ -45,7 +46,7 @@ describe("ordering: 'key' on a Redis Cluster (throwaway 3 masters): 3 consumers,
         consumer,
         partitions: { [STREAM]: PARTITIONS },
         ordering: 'key',
-        leaseMs: 3000,
+        leaseMs: 10_000, // long: no partition moves here, not even on a busy machine
         read: { count: 100, blockMs: 50 },
         ack: { batchSize: 200, intervalMs: 20 },
         idempotency: { store: 'redis', keyPrefix: IDEM_PREFIX },
@@ -63,7 +64,7 @@ describe("ordering: 'key' on a Redis Cluster (throwaway 3 masters): 3 consumers,
 
   it('3,000 messages: none missing, none duplicated, each key in order and never two at once, one owner per partition', async () => {
     const { log, watch } = group;
-    await waitFor('each consumer owns 2 partitions', () => watch.balanced(), 30_000);
+    await waitFor('each consumer owns 2 partitions', () => watch.balanced(), 60_000);
     const ownedBefore = watch.snapshot();
     for (const consumer of CONSUMERS) expect(ownedBefore.get(consumer)).toHaveLength(2);
 
@@ -91,12 +92,14 @@ describe("ordering: 'key' on a Redis Cluster (throwaway 3 masters): 3 consumers,
     );
 
     const applied = await cluster.hgetall(EFFECTS);
-    expect(Object.keys(applied)).toHaveLength(N);
-    expect(Object.entries(applied).filter(([, n]) => n !== '1')).toEqual([]);
-    expect(log.runs).toHaveLength(N);
-    expect(orderProblems(log.runs, KEYS, PER_KEY)).toEqual([]);
-    expect(log.problems).toEqual([]);
-    expect(group.headerProblems).toEqual([]);
+    expect({
+      effects: Object.keys(applied).length,
+      notOnce: Object.entries(applied).filter(([, n]) => n !== '1'),
+      runs: log.runs.length,
+      order: orderProblems(log.runs, KEYS, PER_KEY),
+      runProblems: firstOf(log.problems),
+      headers: firstOf(group.headerProblems),
+    }).toEqual({ effects: N, notOnce: [], runs: N, order: [], runProblems: [], headers: [] });
 
     // each partition ran on its owner only, and the owners did not change
     const ownerOf = new Map(
@@ -113,5 +116,5 @@ describe("ordering: 'key' on a Redis Cluster (throwaway 3 masters): 3 consumers,
     expect(isBalanced(ownedAfter, PARTITIONS)).toBe(true);
     expect(watch.problems).toEqual([]);
     expect(watch.events.filter((e) => e.type === 'lost')).toEqual([]);
-  }, 150_000);
+  }, 180_000);
 });

@@ -90,7 +90,7 @@ describe("ordering: 'key': a poison message holds back only its key, then is dea
           consumer,
           partitions: { [STREAM]: PARTITIONS },
           ordering: 'key',
-          leaseMs: 2000,
+          leaseMs: 10_000, // long: no partition moves here, not even on a busy machine
           read: { count: 50, blockMs: 50 },
           ack: { batchSize: 100, intervalMs: 20 },
           retry: { initialMs: 100, maxMs: 200, factor: 2, jitter: 0 },
@@ -103,8 +103,8 @@ describe("ordering: 'key': a poison message holds back only its key, then is dea
       );
       apps.push(app);
     }
-    await waitFor('the partitions spread over both consumers', () => watch.balanced(), 30_000);
-  }, 60_000);
+    await waitFor('the partitions spread over both consumers', () => watch.balanced(), 60_000);
+  }, 90_000);
 
   afterAll(async () => {
     for (const app of apps) await app.close();

@@ -7,6 +7,7 @@ import {
 import { deleteKeys, randomPrefix, REDIS_URL, waitFor } from './support/helpers';
 import {
   emitRounds,
+  firstOf,
   isBalanced,
   KeyedMessage,
   keyName,
@@ -38,8 +39,10 @@ describe("ordering: 'key' on a single Redis: 3 consumers, 6 partitions, 100 keys
       group: 'candles',
       consumer,
       partitions: { [STREAM]: PARTITIONS },
-      ordering: (process.env.ORD as 'key') ?? 'key',
-      leaseMs: 3000,
+      ordering: 'key',
+      // long leases: this spec moves no partition, and a machine too busy to renew a short lease
+      // in time would move one
+      leaseMs: 10_000,
       read: { count: 100, blockMs: 50 },
       ack: { batchSize: 200, intervalMs: 20 },
       idempotency: { store: 'redis', keyPrefix: `${prefix}idem:` },
@@ -59,11 +62,11 @@ describe("ordering: 'key' on a single Redis: 3 consumers, 6 partitions, 100 keys
   }, 30_000);
 
   it('the partitions are spread evenly, one owner each: 2 per consumer', async () => {
-    await waitFor('each consumer owns 2 partitions', () => watch.balanced(), 30_000);
+    await waitFor('each consumer owns 2 partitions', () => watch.balanced(), 60_000);
     const owned = watch.snapshot();
     for (const consumer of CONSUMERS) expect(owned.get(consumer)).toHaveLength(2);
     expect(watch.problems).toEqual([]);
-  }, 40_000);
+  }, 70_000);
 
   it('6,000 messages: none missing, none duplicated, each key in order and never two at once, each partition on its owner only', async () => {
     const ownedBefore = watch.snapshot();
@@ -89,15 +92,17 @@ describe("ordering: 'key' on a single Redis: 3 consumers, 6 partitions, 100 keys
       90_000,
     );
 
-    // none missing, none duplicated: each effect exactly once, each message run exactly once
+    // none missing, none duplicated: each effect exactly once, each message run exactly once;
+    // each key in emit order (across consumers), never two runs of a key at once
     const applied = await redis.hgetall(EFFECTS);
-    expect(Object.keys(applied)).toHaveLength(N);
-    expect(Object.entries(applied).filter(([, n]) => n !== '1')).toEqual([]);
-    expect(log.runs).toHaveLength(N);
-    // per key: in emit order (across consumers), and never two runs of a key at once
-    expect(orderProblems(log.runs, KEYS, PER_KEY)).toEqual([]);
-    expect(log.problems).toEqual([]);
-    expect(group.headerProblems).toEqual([]);
+    expect({
+      effects: Object.keys(applied).length,
+      notOnce: Object.entries(applied).filter(([, n]) => n !== '1'),
+      runs: log.runs.length,
+      order: orderProblems(log.runs, KEYS, PER_KEY),
+      runProblems: firstOf(log.problems),
+      headers: firstOf(group.headerProblems),
+    }).toEqual({ effects: N, notOnce: [], runs: N, order: [], runProblems: [], headers: [] });
 
     // each partition ran on the consumer that owned it, and only there; ownership did not change
     const ranOn = new Map<number, Set<string>>();

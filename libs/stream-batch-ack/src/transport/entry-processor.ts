@@ -94,10 +94,14 @@ interface Outcome {
    * runs again after the failed one.
    */
   heldBack?: boolean;
+  /** Ordered partition given up before the handler started: left pending for the next owner. */
+  notRun?: boolean;
 }
 
 /** The error recorded (for the idempotency marks) for an entry held back behind a failed one. */
 const HELD_BACK = new Error('held back behind a failed entry of its key');
+/** The error recorded (for the idempotency marks) for an entry of a partition given up before it ran. */
+const NOT_OWNED = new Error('the partition moved to another consumer before the entry ran');
 
 /** An entry that decoded well and is about to run. */
 interface Job {
@@ -161,10 +165,16 @@ export class EntryProcessor {
   async drain(timeoutMs: number): Promise<number> {
     if (this.running.size === 0) return 0;
     let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([
-      Promise.allSettled([...this.running]),
-      new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs))),
-    ]);
+    let timedOut = false;
+    const timeout = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        timedOut = true;
+        resolve();
+      }, timeoutMs);
+    });
+    // A run that ends may start the next one of its key (ordered partitions): wait for it too.
+    while (this.running.size > 0 && !timedOut)
+      await Promise.race([Promise.allSettled([...this.running]), timeout]);
     clearTimeout(timer);
     return this.running.size;
   }
@@ -247,7 +257,10 @@ export class EntryProcessor {
       heldBack?.has(e.id) ? 'held' : this.deps.reclaimer.isWaiting(stream, e.id) ? 'retry' : 'done';
     this.leave(stream, heldBack ? ran.filter((e) => !heldBack.has(e.id)) : ran);
     const turn = sequencer.settle(ran, fate);
-    if (turn.length > 0) this.start(route, turn, sequencer);
+    if (turn.length === 0) return;
+    // Closing, being handed over or lost: what waited stays pending, for the next owner.
+    if (!this.deps.gate.isClosed && this.deps.owns?.(stream)) this.start(route, turn, sequencer);
+    else this.leave(stream, turn);
   }
 
   /** Entries that are not handled here any more (done, waiting for a retry, or dropped). */
@@ -492,7 +505,8 @@ export class EntryProcessor {
     jobs: Job[],
     recordOf?: (job: Job) => string,
     handle?: { token: string; ttlMs: number },
-  ): Promise<{ error?: unknown }[]> {
+  ): Promise<Outcome[]> {
+    if (this.givenUp(route)) return jobs.map(() => ({ error: NOT_OWNED, notRun: true }));
     const { group, consumer } = this.deps;
     const entries: RedisStreamsBatchEntry[] = jobs.map((job) => ({
       id: job.entry.id,
@@ -529,6 +543,7 @@ export class EntryProcessor {
   }
 
   private async runOne(route: Route, job: Job, handle?: IdempotencyHandle): Promise<Outcome> {
+    if (this.givenUp(route)) return { error: NOT_OWNED, notRun: true };
     const { group, consumer } = this.deps;
     const { entry, decoded } = job;
     const ctx = new RedisStreamsContext([
@@ -558,6 +573,14 @@ export class EntryProcessor {
     return ctx.isAckSkipped() ? { skipAck: true } : {};
   }
 
+  /**
+   * An ordered partition that this consumer stopped owning since its entries were taken (the
+   * awaits of decoding and idempotency lie in between): its handlers must not start any more.
+   */
+  private givenUp(route: Route): boolean {
+    return route.ordered === true && !this.deps.owns?.(route.stream);
+  }
+
   private async sendReply(
     request: RequestInfo,
     result: { response?: unknown; err?: unknown },
@@ -578,7 +601,7 @@ export class EntryProcessor {
     let succeeded = 0;
     let failed = 0;
     outcomes.forEach((outcome, i) => {
-      if (outcome.heldBack) return;
+      if (outcome.heldBack || outcome.notRun) return;
       const { entry, decoded } = jobs[i];
       const key = `${stream}\u0000${entry.id}`;
       if (outcome.error === undefined) {

@@ -51,7 +51,9 @@ const Ticks = orderedController(STREAM, async (msg: KeyedMessage, ctx: RedisStre
   const what = `${msg.key}/${msg.seq} on ${CONSUMER}`;
   const owned = server.ownedPartitions(STREAM);
   if (ctx.partition === undefined || !owned.includes(ctx.partition))
-    send({ problem: `${what} started on partition ${ctx.partition}, owned: [${owned}]` });
+    send({
+      problem: `${what} started on partition ${ctx.partition}, not owned (ownedPartitions: [${owned}])`,
+    });
   if (running.has(msg.key)) send({ problem: `${what} started while ${msg.key} ran` });
   running.add(msg.key);
   try {

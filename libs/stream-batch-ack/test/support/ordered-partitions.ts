@@ -12,6 +12,7 @@ import {
   ClientRedisStreams,
   IDEMPOTENT_EFFECT_LUA,
   RedisStreamsContext,
+  RedisStreamsModule,
   RedisStreamsServerOptions,
   ServerRedisStreams,
   StreamEventPattern,
@@ -59,7 +60,10 @@ export async function startConsumer(
   options: RedisStreamsServerOptions,
   beforeListen?: (server: ServerRedisStreams) => void,
 ): Promise<{ app: INestMicroservice; server: ServerRedisStreams }> {
-  const moduleRef = await Test.createTestingModule({ controllers: [controller] }).compile();
+  const moduleRef = await Test.createTestingModule({
+    imports: [RedisStreamsModule.forRoot()], // handlers' errors reach the dead letters as thrown
+    controllers: [controller],
+  }).compile();
   const server = new ServerRedisStreams(options);
   beforeListen?.(server);
   const app = moduleRef.createNestMicroservice({ strategy: server, logger: false });
@@ -117,7 +121,9 @@ export class HandlerRunLog {
     if (run.partition === undefined) this.problems.push(`${what} has no partition`);
     else {
       if (!ownedNow.includes(run.partition))
-        this.problems.push(`${what} started on partition ${run.partition}, owned: [${ownedNow}]`);
+        this.problems.push(
+          `${what} started on partition ${run.partition}, not owned (ownedPartitions: [${ownedNow}])`,
+        );
       let running = this.runningPartitions.get(run.partition);
       if (!running) this.runningPartitions.set(run.partition, (running = new Map()));
       for (const [consumer, n] of running)
@@ -146,7 +152,8 @@ export class HandlerRunLog {
  * The per-key order check, on the runs in the order they started: each key's messages
  * 0 .. perKey - 1 all ran, and the first run of each came in seq order. A message that runs
  * again must be one `mayRunAgain` accepts (e.g. one the killed consumer had started); otherwise
- * a second run is a problem too. Returns the problems (empty: order kept, nothing missing).
+ * a second run is a problem too. Returns the problems, the first 20 (empty: order kept, nothing
+ * missing).
  */
 export function orderProblems(
   runs: readonly { key: string; seq: number; consumer: string }[],
@@ -175,7 +182,14 @@ export function orderProblems(
   }
   for (const [key, n] of next)
     if (n < perKey) problems.push(`${key}: ${perKey - n} of ${perKey} never ran (from seq ${n})`);
-  return problems;
+  return firstOf(problems);
+}
+
+/** The first 20 problems, and how many more there are. */
+export function firstOf(problems: string[], max = 20): string[] {
+  return problems.length <= max
+    ? problems
+    : [...problems.slice(0, max), `... and ${problems.length - max} more`];
 }
 
 export interface OwnershipEvent {
