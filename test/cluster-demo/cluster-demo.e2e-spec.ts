@@ -237,7 +237,7 @@ describe('both demos on a Redis Cluster (npm run demo:cluster)', () => {
     });
     await expectExactCandles(after.expected);
     expect((await handled())[2] - before).toBeGreaterThan(0);
-  });
+  }, 300_000);
 
   /** The partitions a consumer owns, from its health details. */
   const ownedPartitions = async (consumer: AppProcess): Promise<number[]> => {

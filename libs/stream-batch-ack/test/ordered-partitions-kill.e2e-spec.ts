@@ -170,6 +170,9 @@ describe("ordering: 'key': kill -9 of one of 3 consumer processes mid-run", () =
           .sort((a, b) => a.at - b.at)[0],
     );
     const takeoverMs = Math.max(...takeovers.map((e) => e.at - killedAt));
+    process.stdout.write(
+      `[ordered-partitions-kill] leaseMs ${LEASE_MS}: partitions taken over ${takeoverMs} ms after the kill, ${pendingOfVictim} pending entries\n`,
+    );
     expect({ takeoverMs, withinTwoLeases: takeoverMs <= 2 * LEASE_MS }).toMatchObject({
       withinTwoLeases: true,
     });

@@ -476,7 +476,7 @@ describe('OpenTelemetry SDK registered: metrics, spans, events', () => {
     expect(consumer.parentSpanContext?.isRemote).toBe(true);
     expect(consumer.attributes['messaging.message.id']).toBe(fromProducer.entryId);
     expect(received[0].traceId).toBe(fromProducer.traceId);
-  });
+  }, 120_000); // the producer process loads the TypeScript sources: slow on a busy machine
 });
 
 describe('an XACK failing for a while (dedicated redis-server, ACL -xack): flush_failed, then flush_recovered', () => {

@@ -77,6 +77,9 @@ interface Instruments {
   xackIds: Histogram;
   claimRuns: Counter;
   claimEntries: Counter;
+  partitionAssignments: Counter;
+  partitionReleases: Counter;
+  partitionLeaseLosses: Counter;
   inFlight: ObservableGauge;
   pending: ObservableGauge;
   lag: ObservableGauge;
@@ -162,6 +165,21 @@ export class ServerTelemetry {
         '{run}',
       ),
       claimEntries: counter(N.METRIC.claimEntries, 'Entries taken over from other consumers.'),
+      partitionAssignments: counter(
+        N.METRIC.partitionAssignments,
+        'Partition leases taken by this consumer (ordered partitions).',
+        '{partition}',
+      ),
+      partitionReleases: counter(
+        N.METRIC.partitionReleases,
+        'Partitions handed over by this consumer (rebalance or shutdown).',
+        '{partition}',
+      ),
+      partitionLeaseLosses: counter(
+        N.METRIC.partitionLeaseLosses,
+        'Partition leases lost without a hand-over (not renewed in time).',
+        '{partition}',
+      ),
       inFlight: gauge(N.METRIC.inFlight, 'Entries whose handler runs now.'),
       pending: gauge(
         N.METRIC.groupPending,
@@ -313,6 +331,7 @@ export class ServerTelemetry {
   /** This consumer took the lease of `partition` and `takenOver` pending entries. */
   partitionAssigned(partition: StreamPartition, token: string, takenOver: number): void {
     this.counters.partitionsAssigned++;
+    this.m?.partitionAssignments.add(1, this.attributes(partition.stream).base);
     this.events.emit('redis_streams.partition.assigned', {
       ...this.partitionBase(partition),
       token,
@@ -322,6 +341,7 @@ export class ServerTelemetry {
 
   partitionReleased(partition: StreamPartition, reason: 'rebalance' | 'shutdown'): void {
     this.counters.partitionsReleased++;
+    this.m?.partitionReleases.add(1, this.attributes(partition.stream).base);
     this.events.emit('redis_streams.partition.released', {
       ...this.partitionBase(partition),
       reason,
@@ -330,6 +350,7 @@ export class ServerTelemetry {
 
   partitionLost(partition: StreamPartition, reason: string): void {
     this.counters.partitionLeasesLost++;
+    this.m?.partitionLeaseLosses.add(1, this.attributes(partition.stream).base);
     this.events.emit('redis_streams.partition.lost', { ...this.partitionBase(partition), reason });
   }
 

@@ -41,6 +41,9 @@ export const METRIC = {
   claimEntries: 'redis_streams.claim.entries',
   groupPending: 'redis_streams.group.pending',
   groupLag: 'redis_streams.group.lag',
+  partitionAssignments: 'redis_streams.partition.assignments',
+  partitionReleases: 'redis_streams.partition.releases',
+  partitionLeaseLosses: 'redis_streams.partition.lease_losses',
 } as const;
 
 /** Buckets of `messaging.process.duration`, seconds (the semantic conventions' advice). */
