@@ -37,6 +37,7 @@
  *                              Default: as installed (the API, no SDK), no extra table.
  *                              e.g. --modes drain --variants batch-handler,batch --otel none,api,sdk --repeat 3
  *   --demo [options]           instead: the demo-ticks app at 10,000 ticks/s (options in bench/demo-ticks/main.ts)
+ *   --rebalance [options]      instead: ordered partitions while consumers die, leave and join (bench/ticks/rebalance.ts)
  *
  * By default the benchmark starts its OWN redis-server on a free port (and ignores REDIS_URL), so
  * that the command counts come from this benchmark only.
@@ -1048,6 +1049,11 @@ export async function runTicksBench(
 }
 
 async function main(): Promise<void> {
+  if (process.argv.includes('--rebalance')) {
+    // `npm run bench:ticks -- --rebalance [options]`: ordered partitions while consumers move.
+    await (await import('./rebalance')).runRebalanceBench(process.argv.slice(2));
+    return;
+  }
   if (process.argv.includes('--demo')) {
     // `npm run bench:ticks -- --demo [options]`: the demo app at 10,000 ticks/s (bench/demo-ticks).
     const demo = await import('../demo-ticks/main');

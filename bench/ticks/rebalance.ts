@@ -1,0 +1,311 @@
+/*
+ * npm run bench:ticks -- --rebalance [options]
+ *
+ * Ordered partitions (`ordering: 'key'`) while consumers come and go: --consumers (default 3)
+ * forked consumers in one group over a stream split into --partitions (default 6), fed by this
+ * process at --rate msgs/s (default 2000) over --keys keys (default 100) for --seconds (default 20).
+ * At 20 % of the run one consumer is killed (SIGKILL), at 40 % a new one joins, at 75 % another
+ * leaves (app.close()). For each move the table gives the time until every moved partition had
+ * its new owner (the `redis_streams.partition.assigned` events; a joining consumer from the
+ * moment it announced itself), and the delay of the messages sent to the moved partitions while
+ * they moved, against the steady delay of the run's first 20 % (the reference). It also checks that every message was handled and each
+ * key's first handlings came in order.
+ *
+ *   --lease 2000 (leaseMs)  --redis-url <url> (default: a throwaway redis-server)  --json <file>
+ */
+import { ChildProcess, fork } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
+import { firstValueFrom } from 'rxjs';
+import { ClientRedisStreams, partitionOf } from '@nest-redis-resilience/stream-batch-ack';
+import { collectEnvInfo, formatEnvInfo, gitRevision } from '../shared/env-info';
+import { quantile, renderTable } from '../shared/table';
+import { startOwnRedis } from './redis-server';
+import type {
+  HandledRow,
+  KeyedTick,
+  RebalanceChildMessage,
+  RebalanceConsumerConfig,
+} from './rebalance-consumer';
+
+const REGISTER = join(__dirname, '..', '..', 'scripts', 'register-ts.js');
+
+interface Member {
+  name: string;
+  proc: ChildProcess;
+  owned: Set<number>;
+  events: { event: string; partition: number; at: number }[];
+  closed: Promise<void>;
+  joinedAt: number;
+}
+
+interface Move {
+  what: string;
+  at: number;
+  partitions: number[];
+  /** When the last moved partition was assigned to its new owner. */
+  doneAt?: number;
+}
+
+export async function runRebalanceBench(argv: string[]): Promise<unknown> {
+  const { values: o } = parseArgs({
+    args: argv.filter((a) => a !== '--rebalance'),
+    options: {
+      consumers: { type: 'string', default: '3' },
+      partitions: { type: 'string', default: '6' },
+      rate: { type: 'string', default: '2000' },
+      keys: { type: 'string', default: '100' },
+      seconds: { type: 'string', default: '20' },
+      lease: { type: 'string', default: '2000' },
+      'redis-url': { type: 'string' },
+      json: { type: 'string' },
+    },
+  });
+  const n = Number(o.consumers);
+  const partitions = Number(o.partitions);
+  const rate = Number(o.rate);
+  const keys = Number(o.keys);
+  const seconds = Number(o.seconds);
+  const leaseMs = Number(o.lease);
+  if (n < 3) throw new Error('--consumers must be at least 3 (one is killed, one leaves)');
+  const own = o['redis-url'] ? undefined : await startOwnRedis();
+  const redisUrl = o['redis-url'] ?? own!.url;
+  const redis = new Redis(redisUrl);
+  const stream = `bench:rebalance:${process.pid}`;
+  const members: Member[] = [];
+  const handled: HandledRow[] = [];
+  const out = (s: string) => process.stdout.write(`${s}\n`);
+  const start = (name: string): Promise<Member> => {
+    const cfg: RebalanceConsumerConfig = {
+      redisUrl,
+      stream,
+      group: 'bench',
+      consumer: name,
+      partitions,
+      leaseMs,
+    };
+    const proc = fork(join(__dirname, 'rebalance-consumer.ts'), [], {
+      execArgv: ['-r', REGISTER],
+      env: { ...process.env, BENCH_REBALANCE_CONSUMER: JSON.stringify(cfg) },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    let closed!: () => void;
+    const member: Member = {
+      name,
+      proc,
+      owned: new Set(),
+      events: [],
+      closed: new Promise((resolve) => (closed = resolve)),
+      joinedAt: 0,
+    };
+    proc.once('exit', () => closed());
+    return new Promise((resolve, reject) => {
+      proc.once('exit', (code) => reject(new Error(`${name} exited with ${code} before ready`)));
+      proc.on('message', (msg: RebalanceChildMessage) => {
+        if (msg.type === 'joining') member.joinedAt = msg.at;
+        else if (msg.type === 'ready') resolve(member);
+        else if (msg.type === 'handled') for (const row of msg.rows) handled.push(row);
+        else if (msg.type === 'partition') {
+          member.events.push(msg);
+          if (msg.event === 'assigned') member.owned.add(msg.partition);
+          else member.owned.delete(msg.partition);
+        }
+      });
+    });
+  };
+  const balanced = () => {
+    const live = members.filter((m) => m.proc.exitCode === null && m.proc.signalCode === null);
+    const counts = live.map((m) => m.owned.size);
+    return (
+      counts.reduce((a, b) => a + b, 0) === partitions &&
+      Math.max(...counts) - Math.min(...counts) <= 1
+    );
+  };
+  const until = async (what: string, check: () => boolean, ms = 60_000) => {
+    const deadline = Date.now() + ms;
+    while (!check()) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+  const assignedAfter = (move: Move) => {
+    const times = move.partitions.map((p) =>
+      Math.min(
+        ...members.flatMap((m) =>
+          m.events
+            .filter((e) => e.event === 'assigned' && e.partition === p && e.at >= move.at)
+            .map((e) => e.at),
+        ),
+      ),
+    );
+    return Math.max(...times);
+  };
+
+  const client = new ClientRedisStreams({
+    connection: redisUrl,
+    partitions: { [stream]: partitions },
+    partitionKey: (_s, data) => (data as KeyedTick).key,
+  });
+  const moves: Move[] = [];
+  let sent = 0;
+  try {
+    const env = await collectEnvInfo(redis, redisUrl, [
+      '@nestjs/core',
+      '@nestjs/microservices',
+      'ioredis',
+    ]);
+    out('bench:ticks --rebalance: ordered partitions while consumers die, leave and join');
+    out(formatEnvInfo(env));
+    out(`revision ${gitRevision(['libs/stream-batch-ack', 'bench/ticks'])}`);
+    out(
+      `${n} consumers, ${partitions} partitions, ${keys} keys, ${rate} msgs/s for ${seconds} s, leaseMs ${leaseMs}\n`,
+    );
+    for (let i = 0; i < n; i++) members.push(await start(`consumer-${i}`));
+    await client.connect();
+    await until('the partitions spread over the consumers', balanced);
+
+    const began = Date.now();
+    const total = Math.round(rate * seconds);
+    const tickMs = 10;
+    const plan = [
+      { at: seconds * 0.2, what: 'kill -9' },
+      { at: seconds * 0.4, what: 'join' },
+      { at: seconds * 0.75, what: 'app.close()' },
+    ];
+    while (sent < total) {
+      const elapsed = (Date.now() - began) / 1000;
+      const next = plan[0];
+      if (next && elapsed >= next.at) {
+        plan.shift();
+        if (next.what === 'join') {
+          // Started in the background: the messages keep flowing while it boots.
+          const move: Move = { what: 'a consumer joins', at: Infinity, partitions: [] };
+          moves.push(move);
+          void start(`consumer-${members.length}`).then((joined) => {
+            members.push(joined);
+            move.at = joined.joinedAt;
+          });
+        } else {
+          const victim = members.find((m) => m.proc.exitCode === null && m.owned.size > 0)!;
+          const move: Move = {
+            what: next.what === 'kill -9' ? 'a consumer killed (-9)' : 'a consumer leaves (close)',
+            at: Date.now(),
+            partitions: [...victim.owned],
+          };
+          moves.push(move);
+          if (next.what === 'kill -9') victim.proc.kill('SIGKILL');
+          else victim.proc.send({ type: 'stop' });
+          victim.owned.clear();
+        }
+      }
+      const due = Math.min(total, Math.floor(((Date.now() - began) / 1000) * rate));
+      const batch: Promise<unknown>[] = [];
+      for (; sent < due; sent++) {
+        const tick: KeyedTick = { key: `k${sent % keys}`, seq: sent, sentAt: Date.now() };
+        batch.push(firstValueFrom(client.emit(stream, tick)));
+      }
+      await Promise.all(batch);
+      await new Promise((r) => setTimeout(r, tickMs));
+    }
+    const firsts = new Map<number, HandledRow>();
+    await until(
+      'every message handled',
+      () => {
+        for (const row of handled) if (!firsts.has(row[1])) firsts.set(row[1], row);
+        return firsts.size >= total;
+      },
+      120_000,
+    );
+    await until(
+      'the new consumer to join, and the partitions to spread again',
+      () => members.length === n + 1 && balanced(),
+      60_000,
+    );
+    // The join moved partitions from every other consumer: which ones, from the events.
+    const join = moves.find((m) => m.what === 'a consumer joins')!;
+    const newcomer = members[members.length - 1];
+    join.partitions = newcomer.events.filter((e) => e.event === 'assigned').map((e) => e.partition);
+    for (const move of moves) move.doneAt = assignedAfter(move);
+
+    // Order: the first handling of each key's messages follows their seq.
+    let outOfOrder = 0;
+    const lastSeq = new Map<string, number>();
+    for (const row of [...firsts.values()].sort((a, b) => a[3] - b[3] || a[1] - b[1])) {
+      if ((lastSeq.get(row[0]) ?? -1) > row[1]) outOfOrder++;
+      lastSeq.set(row[0], Math.max(lastSeq.get(row[0]) ?? -1, row[1]));
+    }
+    const delay = (rows: HandledRow[]) => rows.map((r) => r[3] - r[2]).sort((a, b) => a - b);
+    const steady = delay([...firsts.values()].filter((r) => r[2] < began + seconds * 200));
+    const rows = moves.map((move) => {
+      const moved = new Set(move.partitions);
+      const during = delay(
+        [...firsts.values()].filter(
+          (r) =>
+            r[2] >= move.at - 1000 &&
+            r[2] <= move.doneAt! &&
+            moved.has(partitionOf(r[0], partitions)),
+        ),
+      );
+      return {
+        move: move.what,
+        partitions: move.partitions.length,
+        movedMs: move.doneAt! - move.at,
+        bound: move.what.includes('killed') ? `<= ${2 * leaseMs}` : '',
+        delayed: during.length,
+        p50: quantile(during, 0.5),
+        p99: quantile(during, 0.99),
+        max: during.length > 0 ? during[during.length - 1] : NaN,
+        vsSteady: quantile(during, 0.99) / quantile(steady, 0.99),
+      };
+    });
+    out(
+      renderTable(
+        [
+          { header: 'move', value: (r) => r.move },
+          { header: 'partitions', value: (r) => r.partitions },
+          { header: 'moved in ms', value: (r) => r.movedMs },
+          { header: 'bound', value: (r) => r.bound },
+          { header: 'msgs delayed', value: (r) => r.delayed },
+          { header: 'p50 ms', value: (r) => r.p50 },
+          { header: 'p99 ms', value: (r) => r.p99 },
+          { header: 'max ms', value: (r) => r.max },
+          { header: 'p99 vs steady', value: (r) => r.vsSteady, digits: 1 },
+        ],
+        rows,
+      ),
+    );
+    const handledTwice = handled.length - firsts.size;
+    out(
+      `\nsteady delay (first 20 %): p50 ${quantile(steady, 0.5)} ms, p99 ${quantile(steady, 0.99)} ms; ` +
+        `${total} messages, all handled; handled again ${handledTwice} (the killed consumer's unacknowledged ones); ` +
+        `first handlings out of order per key: ${outOfOrder}`,
+    );
+    const killed = rows[0];
+    out(
+      `target: a killed consumer's partitions move within 2 x leaseMs: ${killed.movedMs} ms ${killed.movedMs <= 2 * leaseMs ? 'PASS' : 'FAIL'}; ` +
+        `per-key order kept: ${outOfOrder === 0 ? 'PASS' : 'FAIL'}`,
+    );
+    const report = {
+      options: o,
+      env,
+      steady: { p50: quantile(steady, 0.5), p99: quantile(steady, 0.99) },
+      rows,
+      handledTwice,
+      outOfOrder,
+    };
+    if (o.json) writeFileSync(o.json, `${JSON.stringify(report, null, 2)}\n`);
+    return report;
+  } finally {
+    await client.close();
+    for (const m of members) if (m.proc.connected) m.proc.send({ type: 'stop' });
+    await Promise.race([
+      Promise.all(members.map((m) => m.closed)),
+      new Promise((r) => setTimeout(r, 15_000)),
+    ]);
+    for (const m of members) if (m.proc.exitCode === null) m.proc.kill('SIGKILL');
+    await redis.quit();
+    await own?.stop();
+  }
+}
