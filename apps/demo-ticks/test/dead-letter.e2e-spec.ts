@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { missingDeadLetterFields, parseDeadLetter } from '@nest-redis-resilience/stream-batch-ack';
 import { startTicksApp, TicksApp } from '../src/ticks-app.factory';
 import {
   deleteKeys,
@@ -111,6 +112,16 @@ describe('malformed ticks go to the dead-letter stream; the rest is processed ex
     expect(await ticks.metrics.value('ticks_dead_lettered_total', { reason: 'invalid-tick' })).toBe(
       badIds.size - 1,
     ); // 'not JSON' is the library's
+  });
+
+  it("the consumer's own dead letters are in the library's format (DeadLetters and sba-dlq read them)", async () => {
+    for (const [deadLetterId, flat] of await redis.xrange(dlq, '-', '+')) {
+      expect(missingDeadLetterFields(flat)).toEqual([]);
+      const parsed = parseDeadLetter(deadLetterId, flat, dlq);
+      expect(parsed.problem).toBeUndefined();
+      expect(parsed.stream).toBe(stream);
+      expect(parsed.group).toBe('candles');
+    }
   });
 
   it('the candles are exactly those of the good ticks (the foreign one included); no bad value reached them', async () => {

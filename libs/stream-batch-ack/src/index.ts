@@ -23,8 +23,11 @@ export {
 export { LruCache, type LruCacheOptions } from './core/lru-cache';
 export {
   type DeadLetter,
+  deadLetterFields,
   type DeadLetterReason,
+  type DeadLetterSource,
   isStreamId,
+  missingDeadLetterFields,
   parseDeadLetter,
 } from './dead-letter/dead-letter-entry';
 export {

@@ -1,5 +1,5 @@
 import type { TicksRedis } from '../config/redis-connection';
-import { hashTag } from '../config/ticks-env.schema';
+import { hashTag } from '../config/redis-keys';
 import { Candle, decodeCandle } from './candle';
 import { APPLY_TICKS_LUA, REJECT_TICK_LUA } from './candle-scripts';
 import { INTERVALS, IntervalName } from './interval';
@@ -163,12 +163,16 @@ export class CandleStore {
     record: string,
     mark: DoneMark,
     deadLetterStream: string,
-    fields: Record<string, string>,
+    fields: readonly string[],
   ): Promise<boolean> {
-    const flat = Object.entries(fields).flat();
     return (
-      (await this.redis.ticksReject(record, deadLetterStream, mark.token, mark.ttlMs, ...flat)) ===
-      1
+      (await this.redis.ticksReject(
+        record,
+        deadLetterStream,
+        mark.token,
+        mark.ttlMs,
+        ...fields,
+      )) === 1
     );
   }
 

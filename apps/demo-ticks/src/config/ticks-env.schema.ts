@@ -5,6 +5,7 @@
  */
 import { hostname } from 'node:os';
 import { z } from 'zod';
+import { hashTag } from './redis-keys';
 import { DEFAULT_TICK_LIMITS } from '../candles/tick';
 
 /** A configuration value that cannot be used; the message names the variable, its value and what is allowed. */
@@ -94,14 +95,6 @@ function clusterNodes() {
       })
       .optional(),
   );
-}
-
-/** The hash tag of a key (what Redis Cluster hashes): the text between the first `{` and the next `}`, when not empty. */
-export function hashTag(key: string): string | undefined {
-  const open = key.indexOf('{');
-  if (open < 0) return undefined;
-  const close = key.indexOf('}', open + 1);
-  return close > open + 1 ? key.slice(open + 1, close) : undefined;
 }
 
 export const LOG_LEVELS = ['debug', 'log', 'warn', 'error', 'silent'] as const;
@@ -296,11 +289,6 @@ export type LimitsSettings = TicksSettings['limits'];
 export type CollectorSettings = TicksSettings['collector'];
 export type LoggingSettings = TicksSettings['logging'];
 export type LogLevelName = LoggingSettings['level'];
-
-/** The dead-letter stream of the entries of `stream` (a partition, on a Cluster: in its slot). */
-export function deadLetterStreamOf(consumer: ConsumerSettings, stream: string): string {
-  return consumer.deadLetterPerStream ? `${stream}:dlq` : consumer.deadLetterStream;
-}
 
 /**
  * Validates `env` (default: process.env) and returns the namespaces. Throws TicksConfigError

@@ -1,6 +1,7 @@
 import { Controller, Inject, Logger, Type } from '@nestjs/common';
 import { Ctx, Payload } from '@nestjs/microservices';
 import {
+  deadLetterFields,
   RedisStreamsBatchContext,
   StreamEventPattern,
 } from '@nest-redis-resilience/stream-batch-ack';
@@ -8,7 +9,8 @@ import { entryIdTime } from '../candles/candle';
 import { CandleStore, DoneMark, TickEntry } from '../candles/candle-store';
 import { checkTickTime, parseTick } from '../candles/tick';
 import { InjectConfig } from '../config/ticks-config.module';
-import { ConsumerSettings, deadLetterStreamOf, LimitsSettings } from '../config/ticks-env.schema';
+import { deadLetterStreamOf } from '../config/redis-keys';
+import { ConsumerSettings, LimitsSettings } from '../config/ticks-env.schema';
 import { TicksMetrics } from '../metrics/ticks.metrics';
 import { TicksLiveFeed } from '../page/live-feed';
 
@@ -112,17 +114,18 @@ export function createTicksConsumerController(stream: string): Type<unknown> {
     ): Promise<void> {
       const entry = ctx.entries[i];
       const deadLetterStream = deadLetterStreamOf(this.consumer, ctx.stream);
-      const fresh = await this.store.reject(record, mark, deadLetterStream, {
+      // The library's dead-letter format: DeadLetters, sba-dlq and the health checks read it.
+      const fields = deadLetterFields({
         stream: ctx.stream,
         id: entry.id,
         group: ctx.group,
         consumer: ctx.consumer,
-        deliveries: String(entry.deliveries),
+        deliveries: entry.deliveries,
         reason,
         error,
-        failedAt: new Date().toISOString(),
-        fields: JSON.stringify(entry.fields),
+        fields: entry.fields,
       });
+      const fresh = await this.store.reject(record, mark, deadLetterStream, fields);
       if (fresh) {
         this.metrics.deadLettered.inc({ reason });
         this.logger.warn(`Entry ${entry.id}: ${error}; moved to ${deadLetterStream}`);

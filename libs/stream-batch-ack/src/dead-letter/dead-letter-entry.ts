@@ -55,6 +55,55 @@ export const DEAD_LETTER_FIELDS = [
   'fields',
 ] as const;
 
+/** What a dead letter says about the entry it holds (see `deadLetterFields`). */
+export interface DeadLetterSource {
+  /** The stream the entry came from. */
+  stream: string;
+  /** Its id there. */
+  id: string;
+  group: string;
+  consumer: string;
+  deliveries: number;
+  reason: DeadLetterReason;
+  /** What was thrown, or a message saying why the entry cannot be handled. */
+  error: unknown;
+  /** The entry's fields (what a replay appends again). */
+  fields: Record<string, string>;
+}
+
+/**
+ * The fields of a dead letter, as ServerRedisStreams writes them (flat `[field, value, ...]`, for
+ * XADD): for a handler that dead-letters entries itself (`DeadLetters`, `sba-dlq` and the health
+ * checks then read them as the server's own).
+ */
+export function deadLetterFields(source: DeadLetterSource): string[] {
+  const { error } = source;
+  return [
+    'stream',
+    source.stream,
+    'id',
+    source.id,
+    'group',
+    source.group,
+    'consumer',
+    source.consumer,
+    'deliveries',
+    String(source.deliveries),
+    'reason',
+    source.reason,
+    'error',
+    describeError(error),
+    'errorName',
+    error instanceof Error ? error.name : typeof error,
+    'stack',
+    error instanceof Error && error.stack ? error.stack : '',
+    'failedAt',
+    new Date().toISOString(),
+    'fields',
+    JSON.stringify(source.fields),
+  ];
+}
+
 /** The dead-letter fields that a stream entry (flat field, value list) does not have. */
 export function missingDeadLetterFields(flat: readonly string[] | null): string[] {
   const present = new Set((flat ?? []).filter((_, i) => i % 2 === 0));

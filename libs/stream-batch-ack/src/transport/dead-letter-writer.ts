@@ -1,6 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
-import { describeError } from '../core/errors';
-import type { DeadLetterCause } from '../dead-letter/dead-letter-entry';
+import { DeadLetterCause, deadLetterFields } from '../dead-letter/dead-letter-entry';
 import type { StreamScripts } from '../redis/scripts';
 
 /** Moves entries to their dead-letter stream and acknowledges them, one Lua script per entry. */
@@ -24,36 +23,13 @@ export class DeadLetterWriter {
     error: unknown,
   ): Promise<string> {
     const { group, consumer } = this.options;
-    const errorName = error instanceof Error ? error.name : typeof error;
-    const stack = error instanceof Error && error.stack ? error.stack : '';
     return this.commands.sbaDeadLetter(
       stream,
       this.options.deadLetterStream(stream),
       group,
       id,
       String(this.options.maxLen),
-      'stream',
-      stream,
-      'id',
-      id,
-      'group',
-      group,
-      'consumer',
-      consumer,
-      'deliveries',
-      String(deliveries),
-      'reason',
-      reason,
-      'error',
-      describeError(error),
-      'errorName',
-      errorName,
-      'stack',
-      stack,
-      'failedAt',
-      new Date().toISOString(),
-      'fields',
-      JSON.stringify(fields),
+      ...deadLetterFields({ stream, id, group, consumer, deliveries, reason, error, fields }),
     );
   }
 }
