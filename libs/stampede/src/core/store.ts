@@ -65,6 +65,9 @@ export interface LockStore {
    * The cached value if present, else the lock (`SET NX PX` with `token`), else the lock's
    * remaining TTL (-1 when not known). With `waiting` (the caller holds a ready watch on the key),
    * the caller is also registered as a waiter, so the holder's fill or release notifies it.
+   * A first attempt (not `waiting`) comes right after a read that missed: a store may skip the
+   * value there, provided a value filled since makes the attempt `busy`, not `locked` (the
+   * caller then reads it on its waiting attempt).
    */
   readOrLock<T>(
     key: string,

@@ -24,6 +24,7 @@ import {
 } from './redis-connection';
 import {
   EXTEND_LOCK,
+  FILLED,
   INVALIDATE,
   READ_OR_WAIT,
   SCRIPTS,
@@ -47,6 +48,9 @@ export interface RedisStoreOptions {
   codec?: EnvelopeCodec;
 }
 
+/** The longest a fill's FILLED mark stays in the lock (ms). */
+const FILLED_MS = 1000;
+
 type ScriptClient = RedisClient &
   Record<string, (...args: (string | number)[]) => Promise<unknown>>;
 
@@ -69,9 +73,11 @@ export class RedisStore implements StampedeStore {
   private readonly channels: FillChannels;
   private readonly bus: RedisBus;
   private closed = false;
+  private readonly now: () => number;
 
   constructor(connection: RedisConnection, options: RedisStoreOptions = {}) {
     const clock = options.clock ?? systemClock;
+    this.now = () => clock.now();
     this.keys = new StampedeKeys(options.keyPrefix ?? 'stampede:');
     this.codec = options.codec ?? defaultCodec;
     this.guard = new OperationGuard({
@@ -128,9 +134,10 @@ export class RedisStore implements StampedeStore {
   }
 
   /**
-   * A first attempt is one round trip of two commands: `SET lock NX PX` and GET of the value
-   * (a fill may have landed since the caller's read). A waiting attempt runs READ_OR_WAIT,
-   * which also marks the lock as waited for.
+   * A first attempt (right after a read that missed) is one `SET lock NX PX`: a value filled
+   * since that read left FILLED in the lock, so the attempt finds the lock taken and the caller
+   * reads the value on its waiting attempt. A waiting attempt runs READ_OR_WAIT, which reads the
+   * value, takes a free (or FILLED) lock, or marks the lock as waited for.
    */
   async readOrLock<T>(
     key: string,
@@ -139,14 +146,13 @@ export class RedisStore implements StampedeStore {
     waiting = false,
   ): Promise<ReadOrLockResult<T>> {
     if (waiting) return this.readOrWait(key, token, lockTtlMs);
-    const [locked, raw] = await this.lockAndRead(key, token, lockTtlMs);
-    const envelope = this.codec.decode<T>(raw);
-    if (envelope) {
-      if (locked) this.releaseQuietly(key, token);
-      return { kind: 'hit', envelope };
-    }
-    // A corrupt value is a miss: the holder's fill overwrites it.
-    return locked ? { kind: 'locked' } : { kind: 'busy', lockTtlMs: -1 };
+    const set = await this.call(
+      () => this.client.set(this.keys.lock(key), token, 'PX', lockTtlMs, 'NX'),
+      (late) => {
+        if (late === 'OK') this.releaseQuietly(key, token);
+      },
+    );
+    return set === 'OK' ? { kind: 'locked' } : { kind: 'busy', lockTtlMs: -1 };
   }
 
   async tryLock(
@@ -173,9 +179,11 @@ export class RedisStore implements StampedeStore {
   }
 
   /**
-   * With `token`: one round trip of SET and GETDEL of the lock, then a PUBLISH only if the lock
-   * was marked as waited for. GETDEL releases the lock whoever holds it: a late holder's fill
-   * stores a fresh value, so callers are served and no lock is left waiting for a fill.
+   * With `token`: one round trip of SET of the value and `SET lock FILLED PX GET`, then a PUBLISH
+   * only if the lock was marked as waited for. The lock is released whoever holds it: a late
+   * holder's fill stores a fresh value, so callers are served and no lock is left waiting for a
+   * fill. FILLED stays a moment (at most 1 s, a quarter of the TTL), for callers that missed
+   * just before the fill.
    */
   async fill(
     key: string,
@@ -186,12 +194,13 @@ export class RedisStore implements StampedeStore {
   ): Promise<void> {
     if (!token) return this.set(key, envelope, ttlMs, raw);
     const text = raw ?? this.codec.encode(envelope);
+    const markMs = Math.max(1, Math.min(FILLED_MS, Math.floor((envelope.e - this.now()) / 4)));
     const [, holder] = await this.call(() =>
       replies(
         this.client
           .pipeline()
           .set(this.keys.value(key), text, 'PX', ttlMs)
-          .getdel(this.keys.lock(key)),
+          .set(this.keys.lock(key), FILLED, 'PX', markMs, 'GET'),
       ),
     );
     if (typeof holder === 'string' && holder.endsWith(WAITING)) {
@@ -228,6 +237,7 @@ export class RedisStore implements StampedeStore {
       () =>
         (this.client as ScriptClient)[INVALIDATE.name](
           this.keys.value(key),
+          this.keys.lock(key),
           this.keys.bus,
           this.bus.text(message),
         ),
