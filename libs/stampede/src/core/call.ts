@@ -21,6 +21,10 @@ export interface Call<T> {
   /** The method's entry: its counters (`m`), label and telemetry. */
   e: MethodEntry;
   stamp?: Record<string, number>;
+  /** Callers of the key in this process join this call's flow (single-flight). */
+  shared?: boolean;
+  /** Its flow has finished (see KeyStates#setCall). */
+  done?: boolean;
 }
 
 export interface Outcome<T> {

@@ -87,6 +87,17 @@ export class HeldValues {
     return this.l1 !== undefined && policy.l1;
   }
 
+  /** False for a value invalidated through one of its tags since it was stored. */
+  current(envelope: Envelope<unknown>): boolean {
+    return this.tags.valid(envelope.t);
+  }
+
+  /** Drops a value invalidated through one of its tags, here and in the store. */
+  async drop(key: string): Promise<void> {
+    this.l1?.delete(key);
+    await this.store.delete(key).catch(() => undefined);
+  }
+
   /** A value invalidated through one of its tags is a miss: drop it, here and in the store. */
   async usable<T>(
     key: string,

@@ -1,5 +1,5 @@
 import type { Envelope } from './envelope';
-import type { LockOutcome, Outcome } from './call';
+import type { Call, LockOutcome, Outcome } from './call';
 
 /** Values served stale after a failed refresh within grace (see `StampedeEngine#failSafeState`). */
 export interface StampedeFailSafeState {
@@ -13,8 +13,9 @@ export interface StampedeFailSafeState {
 
 /** What this process is doing about one key; a record lives while any field is set. */
 export interface KeyState {
-  /** The whole call, shared by concurrent callers (single-flight). */
+  /** The whole call, shared by concurrent callers (single-flight), and its flow. */
   call?: Promise<Outcome<unknown>>;
+  callOwner?: Call<unknown>;
   /** The lock path (attempt, wait, load), shared by this process's lock-path callers. */
   lock?: Promise<LockOutcome<unknown>>;
   /** A store read shared by lock-path callers (the first read, and the read after a fill). */
@@ -32,7 +33,7 @@ export interface KeyState {
 }
 
 /** The fields of KeyState that share one run among concurrent callers. */
-export type SharedSlot = 'call' | 'lock' | 'read' | 'fallback';
+export type SharedSlot = 'lock' | 'read' | 'fallback';
 type SlotValue<S extends SharedSlot> = NonNullable<KeyState[S]>;
 
 export const MAX_FAIL_SAFE_KEYS = 10_000;
@@ -89,11 +90,35 @@ export class KeyStates {
     return { promise, joined: false };
   }
 
+  /** The call in flight for `key`, for a caller to join. */
+  callOf(key: string): Promise<Outcome<unknown>> | undefined {
+    return this.states.get(key)?.call;
+  }
+
+  /**
+   * `promise` is the flow of `owner`, which callers of `key` join until it calls `endCall` (no
+   * `finally` per call: the flow ends it itself). A flow already finished is not set.
+   */
+  setCall<T>(key: string, promise: Promise<Outcome<T>>, owner: Call<T>): void {
+    if (owner.done) return;
+    const state = this.of(key);
+    state.call = promise as Promise<Outcome<unknown>>;
+    state.callOwner = owner as Call<unknown>;
+  }
+
+  endCall(key: string, owner: Call<unknown>): void {
+    owner.done = true;
+    const state = this.states.get(key);
+    if (!state || state.callOwner !== owner) return;
+    state.call = state.callOwner = undefined;
+    this.tidy(key, state);
+  }
+
   /** Later callers of `key` start new runs instead of joining the ones in flight; fail-safe ends. */
   forget(key: string): void {
     const state = this.states.get(key);
     if (!state) return;
-    state.call = state.lock = state.read = undefined;
+    state.call = state.callOwner = state.lock = state.read = undefined;
     this.clearFailSafe(key);
     this.tidy(key, state);
   }

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { lockToken } from './lock-token';
 import type { Call, EngineLogger, LockOutcome } from './call';
 import type { Clock } from './clock';
 import type { Envelope } from './envelope';
@@ -52,7 +52,7 @@ export class LockPath {
   private async lockAndLoad<T>(call: Call<T>): Promise<LockOutcome<T>> {
     const { key, m, e } = call;
     const lock = call.policy.lock!;
-    const token = randomUUID();
+    const token = lockToken();
     const deadline = this.clock.now() + lock.wait;
     let waitStart: number | undefined;
     let waited = false;

@@ -20,6 +20,17 @@ describe('OperationGuard: timeouts and cool-down of store operations', () => {
     await expect(g.bound(Promise.reject(new Error('WRONGTYPE')), 'command')).rejects.toThrow(
       'WRONGTYPE',
     );
+    // One timer for all operations: once it finds nothing in flight, it is not set again.
+    clock.advance(500);
+    expect(clock.pendingTimers).toBe(0);
+  });
+
+  it('operations that answer keep one timer, however many there are', async () => {
+    const { g, clock } = guard();
+    const ops = Array.from({ length: 100 }, (_, i) => g.bound(Promise.resolve(i), 'command'));
+    expect(clock.pendingTimers).toBe(1);
+    expect(await Promise.all(ops)).toHaveLength(100);
+    clock.advance(500);
     expect(clock.pendingTimers).toBe(0);
   });
 

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { lockToken } from './lock-token';
 import { Call, EngineLogger, messageOf, Outcome } from './call';
 import type { Clock } from './clock';
 import type { Envelope } from './envelope';
@@ -88,7 +88,7 @@ export class Refresher {
       let span: TracedCall | undefined;
       try {
         if (policy.lock) {
-          token = randomUUID();
+          token = lockToken();
           if (!(await this.store.tryLock(key, token, policy.lock.ttl, current))) {
             // Another instance refreshes: stay quiet here until the current value expires
             // (within grace: for one backoff, in case that refresh fails).

@@ -155,20 +155,14 @@ export class StampedeEngine {
       }
       return held.v;
     }
-    // Join: concurrent callers of one key in this process share one flow. The call that goes to
-    // the store (or the loader) is traced; callers that join it reach neither.
-    const run = (): Promise<Outcome<T>> => {
-      const span = e.telemetry.start(key);
-      const flow = () => this.flow({ key, loader, policy, m, e }, tags);
-      return span ? traced(span, flow) : flow();
-    };
+    // Join: concurrent callers of one key in this process share one flow.
     let outcome: Outcome<T>;
-    if (policy.singleFlight) {
-      const flight = this.keys.share(key, 'call', run as () => Promise<Outcome<unknown>>);
-      if (flight.joined) m.joins++;
-      outcome = (await flight.promise) as Outcome<T>;
+    const running = policy.singleFlight ? this.keys.callOf(key) : undefined;
+    if (running) {
+      m.joins++;
+      outcome = (await running) as Outcome<T>;
     } else {
-      outcome = await run();
+      outcome = await this.lead({ key, loader, policy, m, e, shared: policy.singleFlight }, tags);
     }
     if (policy.cache) {
       if (outcome.hit) {
@@ -229,57 +223,81 @@ export class StampedeEngine {
     this.unobserve();
   }
 
-  private async flow<T>(call: Call<T>, tags: string[] | undefined): Promise<Outcome<T>> {
-    if (!call.policy.cache) {
-      const controller = new AbortController();
-      const running = this.loader.run(call.loader, call.e, controller, call.policy);
-      return {
-        value: await this.loader.bounded(running, call, controller),
-        hit: false,
-        loaded: true,
-      };
-    }
-    if (tags !== undefined && tags.length > 0)
-      call.stamp = await this.tagStamps.stamp(tags, call.m);
-    return this.resolve(call);
+  /**
+   * Starts the flow of a call that joins none. It is traced (the callers that join it reach
+   * neither the store nor the loader) and, when shared, the callers of its key join it.
+   */
+  private lead<T>(call: Call<T>, tags: string[] | undefined): Promise<Outcome<T>> {
+    const span = call.e.telemetry.start(call.key);
+    const flow = span ? traced(span, () => this.resolve(call, tags)) : this.resolve(call, tags);
+    if (call.shared) this.keys.setCall(call.key, flow, call);
+    return flow;
   }
 
-  /** Read, then a hit, a stale value within grace, a refresh to join, or a load. */
-  private async resolve<T>(call: Call<T>): Promise<Outcome<T>> {
+  /**
+   * The get-or-load handler: read the store; a fresh value is a hit, a stale one within grace is
+   * served while one refresh runs, a refresh in flight here is joined; otherwise the lock path
+   * (lock, re-check, run, fill, release), or without a lock, run and fill.
+   */
+  private async resolve<T>(call: Call<T>, tags: string[] | undefined): Promise<Outcome<T>> {
     const { key, policy } = call;
-    let envelope;
-    const wasDown = this.guard.down;
     try {
-      envelope = policy.lock ? await this.lockPath.read<T>(key) : await this.store.get<T>(key);
-    } catch (err) {
-      return this.fallback.serve(call, err);
-    }
-    if (wasDown) this.guard.answered();
-    envelope = await this.held.usable(key, envelope);
-    if (envelope) {
-      this.held.hold(call, envelope);
-      const now = this.clock.now();
-      if (envelope.e > now) {
-        this.keys.clearFailSafe(key); // refreshed, here or elsewhere
-        this.refresher.maybeEarly(call, envelope);
-        return { value: envelope.v, hit: true };
-      }
-      if (now < envelope.e + policy.grace) return this.refresher.serveStale(call, envelope);
-      // Past grace on this clock (the store's clock ran later): a miss.
-    }
-    const refresh = this.keys.get(key)?.refreshLoad as Promise<T> | undefined;
-    if (refresh) {
+      if (!policy.cache) return await this.runUncached(call);
+      if (tags !== undefined && tags.length > 0)
+        call.stamp = await this.tagStamps.stamp(tags, call.m);
+      let envelope;
+      const wasDown = this.guard.down;
       try {
-        return { value: await refresh, hit: false };
-      } catch {
-        // the refresh failed: load as on any miss
+        // The lock path's callers share one read, unless single-flight already made them one.
+        envelope =
+          policy.lock && !policy.singleFlight
+            ? await this.lockPath.read<T>(key)
+            : await this.store.get<T>(key);
+      } catch (err) {
+        return await this.fallback.serve(call, err);
       }
+      if (wasDown) this.guard.answered();
+      if (envelope !== undefined && !this.held.current(envelope)) {
+        await this.held.drop(key); // invalidated through one of its tags: a miss
+        envelope = undefined;
+      }
+      if (envelope !== undefined) {
+        this.held.hold(call, envelope);
+        const now = this.clock.now();
+        if (envelope.e > now) {
+          this.keys.clearFailSafe(key); // refreshed, here or elsewhere
+          this.refresher.maybeEarly(call, envelope);
+          return { value: envelope.v, hit: true };
+        }
+        if (now < envelope.e + policy.grace) return await this.refresher.serveStale(call, envelope);
+        // Past grace on this clock (the store's clock ran later): a miss.
+      }
+      const refresh = this.keys.get(key)?.refreshLoad as Promise<T> | undefined;
+      if (refresh) {
+        try {
+          return { value: await refresh, hit: false };
+        } catch {
+          // the refresh failed: load as on any miss
+        }
+      }
+      if (policy.lock) {
+        const { value, waited, loaded, joined } = await this.lockPath.load(call);
+        return { value, hit: false, waited, loaded, joined };
+      }
+      return { value: await this.fill.run(call), hit: false, loaded: true };
+    } finally {
+      if (call.shared) this.keys.endCall(key, call);
     }
-    if (policy.lock) {
-      const { value, waited, loaded, joined } = await this.lockPath.load(call);
-      return { value, hit: false, waited, loaded, joined };
-    }
-    return { value: await this.fill.run(call), hit: false, loaded: true };
+  }
+
+  private async runUncached<T>(call: Call<T>): Promise<Outcome<T>> {
+    const controller = new AbortController();
+    const running = this.loader.run(call.loader, call.e, controller, call.policy);
+    return {
+      value: await this.loader.bounded(running, call, controller),
+      hit: false,
+      loaded: true,
+    };
   }
 
   private apply(message: InvalidationMessage): void {

@@ -1,4 +1,4 @@
-import { ChainableCommander, Cluster, Redis, RedisOptions } from 'ioredis';
+import { Cluster, Redis, RedisOptions } from 'ioredis';
 
 export type RedisConnection = string | RedisOptions | Redis | Cluster;
 export type RedisClient = Redis | Cluster;
@@ -62,14 +62,6 @@ export function subscriberOf(client: RedisClient): {
       : client.duplicate();
   subscriber.on('error', () => undefined);
   return { subscriber, pubsub: client instanceof Cluster ? SHARDED_PUBSUB : PLAIN_PUBSUB };
-}
-
-/** Runs a pipeline (one round trip) and returns its replies, or throws its first error. */
-export async function replies(pipeline: ChainableCommander): Promise<unknown[]> {
-  const results = (await pipeline.exec()) ?? [];
-  const failed = results.find(([err]) => err);
-  if (failed) throw failed[0];
-  return results.map(([, reply]) => reply);
 }
 
 export async function quit(client: RedisClient): Promise<void> {

@@ -18,7 +18,6 @@ import {
   quit,
   RedisClient,
   RedisConnection,
-  replies,
   subscriberOf,
   whenReady,
 } from './redis-connection';
@@ -102,9 +101,17 @@ export class RedisStore implements StampedeStore {
     this.bus = new RedisBus(this.subscriber, this.keys, clock, () => this.channels.notifyAll());
   }
 
-  async get<T>(key: string): Promise<Envelope<T> | undefined> {
-    return this.codec.decode<T>(await this.call(() => this.client.get(this.keys.value(key))));
+  /** The hit path: one GET, and no allocation beyond the command and its reply's decoding. */
+  get<T>(key: string): Promise<Envelope<T> | undefined> {
+    const refused = this.refusal();
+    if (refused) return Promise.reject(refused);
+    const reply = this.client.get(this.keys.value(key));
+    return this.guard
+      .bound(reply, 'command', undefined, true, toStoreError)
+      .then(this.decode) as Promise<Envelope<T> | undefined>;
   }
+
+  private readonly decode = (raw: string | null): Envelope | undefined => this.codec.decode(raw);
 
   async set(key: string, envelope: Envelope, ttlMs: number, raw?: string): Promise<void> {
     const text = raw ?? this.codec.encode(envelope);
@@ -195,13 +202,12 @@ export class RedisStore implements StampedeStore {
     if (!token) return this.set(key, envelope, ttlMs, raw);
     const text = raw ?? this.codec.encode(envelope);
     const markMs = Math.max(1, Math.min(FILLED_MS, Math.floor((envelope.e - this.now()) / 4)));
+    // Two commands written together: one round trip, without a pipeline's objects.
     const [, holder] = await this.call(() =>
-      replies(
-        this.client
-          .pipeline()
-          .set(this.keys.value(key), text, 'PX', ttlMs)
-          .set(this.keys.lock(key), FILLED, 'PX', markMs, 'GET'),
-      ),
+      Promise.all([
+        this.client.set(this.keys.value(key), text, 'PX', ttlMs),
+        this.client.set(this.keys.lock(key), FILLED, 'PX', markMs, 'GET'),
+      ]),
     );
     if (typeof holder === 'string' && holder.endsWith(WAITING)) {
       await this.call(() => this.client[this.pubsub.publish](this.keys.channel(key), key));
@@ -330,17 +336,15 @@ export class RedisStore implements StampedeStore {
   ): Promise<[boolean, string | null]> {
     const [set, raw] = await this.call(
       () =>
-        replies(
-          this.client
-            .pipeline()
-            .set(this.keys.lock(key), token, 'PX', lockTtlMs, 'NX')
-            .get(this.keys.value(key)),
-        ),
+        Promise.all([
+          this.client.set(this.keys.lock(key), token, 'PX', lockTtlMs, 'NX'),
+          this.client.get(this.keys.value(key)),
+        ]),
       ([lateSet]) => {
         if (lateSet === 'OK') this.releaseQuietly(key, token);
       },
     );
-    return [set === 'OK', (raw as string | null) ?? null];
+    return [set === 'OK', raw];
   }
 
   /**
@@ -374,21 +378,27 @@ export class RedisStore implements StampedeStore {
    * Fails fast while Redis is known down, bounds every call by the operation timeout (see
    * OperationGuard). `onAbandoned` gets the reply of a command that answered after its timeout.
    */
-  private async call<T>(op: () => Promise<T>, onAbandoned?: (late: T) => void): Promise<T> {
-    if (this.closed) throw new StoreUnavailableError('the Redis store is closed');
-    if (this.client.status !== 'ready') {
-      throw new StoreUnavailableError(`Redis connection is ${this.client.status}`);
-    }
-    this.guard.check();
-    try {
-      return await this.guard.bound(op(), 'command', onAbandoned, true);
-    } catch (err) {
-      // An error reply means Redis refused the command; any other failure leaves it unknown.
-      throw err instanceof StoreUnavailableError
-        ? err
-        : new StoreUnavailableError(messageOf(err), err, !(err instanceof ReplyError));
-    }
+  private call<T>(op: () => Promise<T>, onAbandoned?: (late: T) => void): Promise<T> {
+    const refused = this.refusal();
+    if (refused) return Promise.reject(refused);
+    return this.guard.bound(op(), 'command', onAbandoned, true, toStoreError);
   }
+
+  /** Why a command must not be sent now, or undefined. */
+  private refusal(): StoreUnavailableError | undefined {
+    if (this.closed) return new StoreUnavailableError('the Redis store is closed');
+    if (this.client.status !== 'ready') {
+      return new StoreUnavailableError(`Redis connection is ${this.client.status}`);
+    }
+    return this.guard.refusal();
+  }
+}
+
+/** An error reply means Redis refused the command; any other failure leaves it unknown. */
+function toStoreError(err: unknown): unknown {
+  return err instanceof StoreUnavailableError
+    ? err
+    : new StoreUnavailableError(messageOf(err), err, !(err instanceof ReplyError));
 }
 
 function messageOf(err: unknown): string {
