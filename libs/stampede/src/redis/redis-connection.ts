@@ -1,4 +1,5 @@
-import { Cluster, Redis, RedisOptions } from 'ioredis';
+import { Cluster, Redis, RedisOptions, ReplyError } from 'ioredis';
+import { StoreUnavailableError } from '../core/errors';
 
 export type RedisConnection = string | RedisOptions | Redis | Cluster;
 export type RedisClient = Redis | Cluster;
@@ -95,4 +96,15 @@ export function whenReady(
     Promise.all([...clients.map(ready), also]).then(() => true),
     timedOut,
   ]).finally(() => clearTimeout(timer));
+}
+
+/** An error reply means Redis refused the command; any other failure leaves it unknown. */
+export function toStoreError(err: unknown): unknown {
+  return err instanceof StoreUnavailableError
+    ? err
+    : new StoreUnavailableError(messageOf(err), err, !(err instanceof ReplyError));
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }

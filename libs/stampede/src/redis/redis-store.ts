@@ -1,4 +1,3 @@
-import { ReplyError } from 'ioredis';
 import { Clock, systemClock } from '../core/clock';
 import { defaultCodec, Envelope, EnvelopeCodec, sameEnvelope } from '../core/envelope';
 import { StoreUnavailableError } from '../core/errors';
@@ -19,6 +18,7 @@ import {
   RedisClient,
   RedisConnection,
   subscriberOf,
+  toStoreError,
   whenReady,
 } from './redis-connection';
 import {
@@ -392,15 +392,4 @@ export class RedisStore implements StampedeStore {
     }
     return this.guard.refusal();
   }
-}
-
-/** An error reply means Redis refused the command; any other failure leaves it unknown. */
-function toStoreError(err: unknown): unknown {
-  return err instanceof StoreUnavailableError
-    ? err
-    : new StoreUnavailableError(messageOf(err), err, !(err instanceof ReplyError));
-}
-
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
