@@ -118,6 +118,8 @@ export interface LoadJob {
 
 export interface LoadResult {
   reqs: number;
+  /** Peak resident set size of the process running the load, since it started (KB). */
+  maxRssKb?: number;
   /** Epoch ms of the first arrival slot and wall time of the run (ms). */
   startedAt: number;
   wallMs: number;
@@ -286,6 +288,7 @@ export async function runLoad(
   const base = performance.timeOrigin;
   return {
     reqs,
+    maxRssKb: process.resourceUsage().maxRSS,
     startedAt,
     wallMs,
     counters: diffCounters(app.counters(job.pattern), c0),

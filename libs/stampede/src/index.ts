@@ -48,7 +48,15 @@ export type {
   StampedeBusUpEvent,
 } from './core/events';
 export type { Envelope } from './core/envelope';
-export type { StampedeStore, ReadOrLockResult, FillWatch, InvalidationMessage } from './core/store';
+export type {
+  StampedeStore,
+  ValueStore,
+  LockStore,
+  InvalidationBus,
+  ReadOrLockResult,
+  FillWatch,
+  InvalidationMessage,
+} from './core/store';
 export {
   StampedeError,
   StampedeConfigError,

@@ -56,8 +56,12 @@ describe('RedisStore lock and notification (inspects Redis keys)', () => {
     expect(woken).toBe(true);
     expect(other.notificationsReceived).toBe(before + 1);
     watch.cancel();
-    expect(await redis.exists(`${prefix}{k2}:lock`)).toBe(0);
-    expect(await other.readOrLock('k2', 'token-b', 5000)).toMatchObject({
+    // The lock holds no token any more, only a short mark that a fill just happened.
+    expect(await redis.get(`${prefix}{k2}:lock`)).toBe('|filled');
+    expect(await redis.pttl(`${prefix}{k2}:lock`)).toBeLessThanOrEqual(250);
+    // A caller that missed just before the fill finds the lock taken, then reads the value.
+    expect((await other.readOrLock('k2', 'token-b', 5000)).kind).toBe('busy');
+    expect(await other.readOrLock('k2', 'token-b', 5000, true)).toMatchObject({
       kind: 'hit',
       envelope: { v: { n: 1 }, d: 12 },
     });
@@ -86,11 +90,25 @@ describe('RedisStore lock and notification (inspects Redis keys)', () => {
     await redis.set(`${prefix}{k3}:lock`, 'token-new', 'PX', 5000);
     await store.fill('k3', { v: 1, d: 1, e: Date.now() + 1000 }, 1000, 'token-old');
     // The fresh value answers every caller; no caller waits on a lock for it.
-    expect(await other.readOrLock('k3', 'token-c', 5000)).toMatchObject({
+    expect(await other.readOrLock('k3', 'token-c', 5000, true)).toMatchObject({
       kind: 'hit',
       envelope: { v: 1 },
     });
-    expect(await redis.exists(`${prefix}{k3}:lock`)).toBe(0);
+    expect(await redis.get(`${prefix}{k3}:lock`)).toBe('|filled');
+  });
+
+  it('a FILLED mark whose value is gone (invalidated, expired) does not hold anyone up', async () => {
+    expect(await store.readOrLock('k7', 'token-a', 5000)).toEqual({ kind: 'locked' });
+    await store.fill('k7', { v: 1, d: 1, e: Date.now() + 60_000 }, 60_000, 'token-a');
+    await redis.del(`${prefix}{k7}`); // gone, as after an expiry; the mark is still there
+    expect((await other.readOrLock('k7', 'token-b', 5000)).kind).toBe('busy');
+    expect(await other.readOrLock('k7', 'token-b', 5000, true)).toEqual({ kind: 'locked' });
+    expect(await redis.get(`${prefix}{k7}:lock`)).toBe('token-b');
+    // invalidate() drops the mark with the value: the next first attempt takes the lock.
+    await store.fill('k8', { v: 1, d: 1, e: Date.now() + 60_000 }, 60_000, 'token-a');
+    await store.invalidate('k8');
+    expect(await redis.exists(`${prefix}{k8}:lock`)).toBe(0);
+    expect(await other.readOrLock('k8', 'token-b', 5000)).toEqual({ kind: 'locked' });
   });
 
   it('an early-recomputation lock is refused when the value was refreshed since it was read', async () => {

@@ -1,7 +1,6 @@
 import { Clock, systemClock } from '../core/clock';
-import { defaultCodec, Envelope, EnvelopeCodec, sameEnvelope } from '../core/envelope';
-import type { FillWatch, ReadOrLockResult, StampedeStore } from '../core/store';
-import { LocalLocks } from '../memory/local-locks';
+import { defaultCodec, Envelope, EnvelopeCodec } from '../core/envelope';
+import { LocallyLockedStore } from '../core/locally-locked-store';
 
 /** The part of a cache-manager 6/7 `Cache` (as injected with CACHE_MANAGER) that is used. */
 export interface CacheManagerLike {
@@ -15,17 +14,15 @@ export interface CacheManagerLike {
  * cache-manager has no atomic lock, so locks and notifications stay in this process:
  * @DistLock then coalesces loads per instance only.
  */
-export class CacheManagerStore implements StampedeStore {
+export class CacheManagerStore extends LocallyLockedStore {
   readonly name = 'cache-manager';
-  readonly distributed = false;
-  private readonly locks: LocalLocks;
 
   constructor(
     private readonly cache: CacheManagerLike,
     clock: Clock = systemClock,
     readonly codec: EnvelopeCodec = defaultCodec,
   ) {
-    this.locks = new LocalLocks(clock);
+    super(clock);
   }
 
   async get<T>(key: string): Promise<Envelope<T> | undefined> {
@@ -40,58 +37,7 @@ export class CacheManagerStore implements StampedeStore {
     await this.cache.del(key);
   }
 
-  async readOrLock<T>(key: string, token: string, lockTtlMs: number): Promise<ReadOrLockResult<T>> {
-    const envelope = await this.get<T>(key);
-    if (envelope) return { kind: 'hit', envelope };
-    if (this.locks.tryLock(key, token, lockTtlMs)) return { kind: 'locked' };
-    return { kind: 'busy', lockTtlMs: this.locks.remaining(key) ?? 0 };
-  }
-
-  async tryLock(
-    key: string,
-    token: string,
-    lockTtlMs: number,
-    current?: Envelope,
-  ): Promise<boolean> {
-    if (current && !sameEnvelope(await this.get(key), current)) return false;
-    return this.locks.tryLock(key, token, lockTtlMs);
-  }
-
-  async extendLock(key: string, token: string, lockTtlMs: number): Promise<boolean> {
-    return this.locks.extend(key, token, lockTtlMs);
-  }
-
-  async unlock(key: string, token: string): Promise<boolean> {
-    return this.locks.release(key, token);
-  }
-
-  async fill(
-    key: string,
-    envelope: Envelope,
-    ttlMs: number,
-    token?: string,
-    raw?: string,
-  ): Promise<void> {
-    try {
-      await this.set(key, envelope, ttlMs, raw);
-    } finally {
-      if (token) this.locks.release(key, token);
-    }
-  }
-
-  watch(key: string): FillWatch {
-    return this.locks.watch(key);
-  }
-
-  notificationsLive(): boolean {
-    return true;
-  }
-
   async ping(): Promise<void> {
     await this.cache.get('stampede:ping');
-  }
-
-  async close(): Promise<void> {
-    this.locks.clear();
   }
 }

@@ -1,25 +1,18 @@
 import { MemoryStore } from '../memory/memory-store';
-import type { Clock } from './clock';
+import { ManualClock } from './clock';
 import { resolvePolicy } from './policy';
 import { StampedeEngine } from './stampede-engine';
-
-class FakeClock implements Clock {
-  t = 1_000_000;
-  now() {
-    return this.t;
-  }
-}
 
 const flush = () => new Promise((r) => setImmediate(r));
 
 describe('StampedeEngine (memory store, fake clock and random)', () => {
-  let clock: FakeClock;
+  let clock: ManualClock;
   let store: MemoryStore;
   let random: number;
   let engine: StampedeEngine;
 
   beforeEach(() => {
-    clock = new FakeClock();
+    clock = new ManualClock(1_000_000);
     store = new MemoryStore({ clock });
     random = 0.5;
     engine = new StampedeEngine({ store, clock, random: () => random });
@@ -35,9 +28,9 @@ describe('StampedeEngine (memory store, fake clock and random)', () => {
     let loads = 0;
     const loader = async () => ++loads;
     expect(await engine.getOrLoad('k', loader, policy)).toBe(1);
-    clock.t += 999;
+    clock.advance(999);
     expect(await engine.getOrLoad('k', loader, policy)).toBe(1);
-    clock.t += 1;
+    clock.advance(1);
     expect(await engine.getOrLoad('k', loader, policy)).toBe(2);
   });
 
@@ -50,7 +43,7 @@ describe('StampedeEngine (memory store, fake clock and random)', () => {
         loads++;
         const value = loads;
         if (loads === 1) {
-          clock.t += 100; // delta = 100 ms
+          clock.advance(100); // delta = 100 ms
           resolve(value);
         } else gate.push(() => resolve(value));
       });
@@ -59,14 +52,14 @@ describe('StampedeEngine (memory store, fake clock and random)', () => {
     random = 0.01;
     expect(await engine.getOrLoad('k', loader, policy, 'm')).toBe(1);
     // 200 ms before expiry: not due yet.
-    clock.t += 800;
+    clock.advance(800);
     expect(await engine.getOrLoad('k', loader, policy, 'm')).toBe(1);
     expect(loads).toBe(1);
     // 70 ms before expiry: due. The caller still gets 1 at once, one recomputation starts.
-    clock.t += 130;
+    clock.advance(130);
     expect(await engine.getOrLoad('k', loader, policy, 'm')).toBe(1);
     expect(loads).toBe(2);
-    clock.t += 10;
+    clock.advance(10);
     expect(await engine.getOrLoad('k', loader, policy, 'm')).toBe(1);
     expect(loads).toBe(2); // coalesced: a second due read did not start another
     gate.shift()!();
@@ -91,15 +84,15 @@ describe('StampedeEngine (memory store, fake clock and random)', () => {
       let startedAt: number | undefined;
       let loads = 0;
       const loader = async () => {
-        if (startedAt === undefined && loads > 0) startedAt = clock.t;
+        if (startedAt === undefined && loads > 0) startedAt = clock.now();
         loads++;
-        clock.t += 100;
+        clock.advance(100);
         return loads;
       };
       await engine.getOrLoad(key, loader, policy, key);
-      const expiresAt = clock.t + 1000;
-      while (startedAt === undefined && clock.t < expiresAt) {
-        clock.t += every;
+      const expiresAt = clock.now() + 1000;
+      while (startedAt === undefined && clock.now() < expiresAt) {
+        clock.advance(every);
         await engine.getOrLoad(key, loader, policy, key);
         await flush();
       }
@@ -119,15 +112,15 @@ describe('StampedeEngine (memory store, fake clock and random)', () => {
       new Promise<number>((resolve) => {
         const value = ++loads;
         if (value === 1) {
-          clock.t += 100;
+          clock.advance(100);
           resolve(value);
         } else release = () => resolve(value);
       });
     await engine.getOrLoad('k', loader, policy, 'm');
     random = 0.001;
-    clock.t += 990; // 10 ms before expiry: the draw fires, the recomputation starts
+    clock.advance(990); // 10 ms before expiry: the draw fires, the recomputation starts
     expect(await engine.getOrLoad('k', loader, policy, 'm')).toBe(1);
-    clock.t += 20; // the value has expired, the recomputation is still loading
+    clock.advance(20); // the value has expired, the recomputation is still loading
     const late = engine.getOrLoad('k', loader, policy, 'm');
     await flush();
     expect(loads).toBe(2);
@@ -184,7 +177,7 @@ describe('StampedeEngine (memory store, fake clock and random)', () => {
     let failing = false;
     const loader = async () => {
       if (failing) throw new Error('backend down');
-      clock.t += 200; // delta = 200 ms
+      clock.advance(200); // delta = 200 ms
       return 'v';
     };
     const round = async () => {
@@ -194,12 +187,12 @@ describe('StampedeEngine (memory store, fake clock and random)', () => {
     };
     await round(); // 50 misses: loaded, no draw
     failing = true;
-    clock.t += 30_000; // half the TTL: the earliest an early recomputation may start
+    clock.advance(30_000); // half the TTL: the earliest an early recomputation may start
     await round(); // 50 hits, each recomputation fails
     expect(eager.metrics.snapshot().m.earlyRecomputes).toBe(50);
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatch(/early recomputation of "k0" failed: backend down/);
-    clock.t += 10_000;
+    clock.advance(10_000);
     await round();
     expect(warnings).toHaveLength(2);
     expect(warnings[1]).toMatch(/and 49 more failed recomputation\(s\) since the last warning/);
@@ -225,13 +218,17 @@ describe('StampedeEngine (memory store, fake clock and random)', () => {
       expect(await engine.getOrLoad('k', loader, policy, 'Rates.rate')).toBe(1);
       expect(engine.failSafeState()).toBeUndefined();
       state.failing = true;
-      clock.t += 1500; // stale, within grace
+      clock.advance(1500); // stale, within grace
       expect(await engine.getOrLoad('k', loader, policy, 'Rates.rate')).toBe(1);
       await flush();
-      expect(engine.failSafeState()).toEqual({ keys: 1, methods: ['Rates.rate'], since: clock.t });
-      const since = clock.t;
+      expect(engine.failSafeState()).toEqual({
+        keys: 1,
+        methods: ['Rates.rate'],
+        since: clock.now(),
+      });
+      const since = clock.now();
       // Still failing on the next attempt: still in it, since the first failure.
-      clock.t += 200;
+      clock.advance(200);
       expect(await engine.getOrLoad('k', loader, policy, 'Rates.rate')).toBe(1);
       await flush();
       expect(engine.failSafeState()).toEqual({ keys: 1, methods: ['Rates.rate'], since });
@@ -241,12 +238,12 @@ describe('StampedeEngine (memory store, fake clock and random)', () => {
       const { state, loader } = flaky();
       await engine.getOrLoad('k', loader, policy, 'm');
       state.failing = true;
-      clock.t += 1500;
+      clock.advance(1500);
       await engine.getOrLoad('k', loader, policy, 'm');
       await flush();
       expect(engine.failSafeState()?.keys).toBe(1);
       state.failing = false;
-      clock.t += 200; // past graceBackoff: the next stale read refreshes again
+      clock.advance(200); // past graceBackoff: the next stale read refreshes again
       await engine.getOrLoad('k', loader, policy, 'm');
       await flush();
       await flush();
@@ -259,14 +256,14 @@ describe('StampedeEngine (memory store, fake clock and random)', () => {
       await engine.getOrLoad('a', loader, policy, 'm1');
       await engine.getOrLoad('b', loader, policy, 'm2');
       state.failing = true;
-      clock.t += 1500;
+      clock.advance(1500);
       await engine.getOrLoad('a', loader, policy, 'm1');
       await engine.getOrLoad('b', loader, policy, 'm2');
       await flush();
       expect(engine.failSafeState()).toMatchObject({ keys: 2, methods: ['m1', 'm2'] });
       await engine.invalidate('b');
       expect(engine.failSafeState()).toMatchObject({ keys: 1, methods: ['m1'] });
-      clock.t += 5000; // past a's grace (expiry + 5 s): no stale value is served any more
+      clock.advance(5000); // past a's grace (expiry + 5 s): no stale value is served any more
       expect(engine.failSafeState()).toBeUndefined();
     });
 
@@ -277,13 +274,13 @@ describe('StampedeEngine (memory store, fake clock and random)', () => {
       await engine.getOrLoad(
         'k',
         async () => {
-          clock.t += 100;
+          clock.advance(100);
           return loader();
         },
         eager,
       );
       state.failing = true;
-      clock.t += 600;
+      clock.advance(600);
       await engine.getOrLoad('k', loader, eager);
       await flush();
       expect(state.loads).toBe(2); // the recomputation ran and failed

@@ -24,11 +24,10 @@ export interface InvalidationMessage {
 }
 
 /**
- * What the flow needs from a cache backend. Implementations: Redis (distributed), in-memory
- * (one process) and cache-manager (its cache, with in-process locks). Every method may reject
- * with StoreUnavailableError; the flow then answers from the loader.
+ * Where values live: envelopes by key, and the versions of tags. Every method may reject with
+ * StoreUnavailableError; the flow then answers from the values held here or the loader.
  */
-export interface StampedeStore {
+export interface ValueStore {
   /** Shown in logs and health details. */
   readonly name: string;
   /** True when locks and notifications reach other processes. */
@@ -39,11 +38,36 @@ export interface StampedeStore {
   get<T>(key: string): Promise<Envelope<T> | undefined>;
   set(key: string, envelope: Envelope, ttlMs: number): Promise<void>;
   delete(key: string): Promise<void>;
+  /**
+   * How long the store still skips its backend after a timeout (the cool-down), in ms; 0 when it
+   * does not. Calls made meanwhile are answered without the store.
+   */
+  cooldownRemainingMs?(): number;
+  /**
+   * The current versions of `tags`, kept where every instance sees them. A missing version (never
+   * set, or lost) is set first, to at least `floors[i]` and the store's clock in microseconds.
+   */
+  tagVersions?(tags: string[], floors: number[]): Promise<number[]>;
+  /**
+   * Gives `tags` new versions, above their current ones, `floors` and the store's clock in
+   * microseconds (see core/tag-versions.ts); returns them.
+   */
+  bumpTags?(tags: string[], floors: number[]): Promise<number[]>;
 
+  /** Resolves when the backend answers. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Who loads a key: a lock per key, and notifications of its fill or release to the waiters. */
+export interface LockStore {
   /**
    * The cached value if present, else the lock (`SET NX PX` with `token`), else the lock's
    * remaining TTL (-1 when not known). With `waiting` (the caller holds a ready watch on the key),
    * the caller is also registered as a waiter, so the holder's fill or release notifies it.
+   * A first attempt (not `waiting`) comes right after a read that missed: a store may skip the
+   * value there, provided a value filled since makes the attempt `busy`, not `locked` (the
+   * caller then reads it on its waiting attempt).
    */
   readOrLock<T>(
     key: string,
@@ -70,11 +94,14 @@ export interface StampedeStore {
   watch(key: string): FillWatch;
   /** False while notifications cannot be received (subscriber down): waiters then poll. */
   notificationsLive(): boolean;
+}
 
-  /**
-   * Sends an invalidation to the other instances (they apply it to their L1 and tag versions).
-   * Stores that are not distributed leave it out.
-   */
+/**
+ * How instances tell each other what to drop from their in-process tier. Stores that are not
+ * distributed leave it all out.
+ */
+export interface InvalidationBus {
+  /** Sends an invalidation to the other instances (they apply it to their L1 and tag versions). */
   broadcast?(message: InvalidationMessage): Promise<void>;
   /**
    * Deletes `key` and tells the other instances (`{ keys: [key] }`) in one atomic step, so that
@@ -96,29 +123,17 @@ export interface StampedeStore {
   /** Since when invalidations cannot be received (epoch ms); undefined while they can. */
   invalidationsDownSince?(): number | undefined;
   /**
-   * How long the store still skips its backend after a timeout (the cool-down), in ms; 0 when it
-   * does not. Calls made meanwhile are answered without the store.
-   */
-  cooldownRemainingMs?(): number;
-  /**
-   * The current versions of `tags`, kept where every instance sees them. A missing version (never
-   * set, or lost) is set first, to at least `floors[i]` and the store's clock in microseconds.
-   */
-  tagVersions?(tags: string[], floors: number[]): Promise<number[]>;
-  /**
-   * Gives `tags` new versions, above their current ones, `floors` and the store's clock in
-   * microseconds (see core/tag-versions.ts); returns them.
-   */
-  bumpTags?(tags: string[], floors: number[]): Promise<number[]>;
-  /**
    * Gives `tags` new versions (as `bumpTags`) and tells the other instances
    * (`{ tags: { [tag]: version } }`) in one atomic step per tag, so that a version set late
    * (after the call timed out) is broadcast too, and delivered to this process's listeners. A
    * distributed store should have it; without it the flow bumps, then broadcasts.
    */
   invalidateTags?(tags: string[], floors: number[]): Promise<number[]>;
-
-  /** Resolves when the backend answers. */
-  ping(): Promise<void>;
-  close(): Promise<void>;
 }
+
+/**
+ * What the flow needs from a cache backend: a value store, a lock store and an invalidation bus.
+ * Implementations: Redis (distributed), in-memory (one process) and cache-manager (its cache);
+ * the last two are values-only stores with locks in this process (LocallyLockedStore).
+ */
+export interface StampedeStore extends ValueStore, LockStore, InvalidationBus {}

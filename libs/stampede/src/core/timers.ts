@@ -1,17 +1,31 @@
-/** A cancellable sleep that never keeps the process alive. */
-export function sleep(ms: number): { done: Promise<void>; cancel(): void } {
-  let timer: NodeJS.Timeout | undefined;
+import type { Clock } from './clock';
+
+/** A cancellable sleep on `clock`; cancelling resolves it at once. */
+export function sleep(clock: Clock, ms: number): { done: Promise<void>; cancel(): void } {
   let resolveFn!: () => void;
-  const done = new Promise<void>((resolve) => {
-    resolveFn = resolve;
-    timer = setTimeout(resolve, Math.max(0, ms));
-    timer.unref?.();
-  });
+  const done = new Promise<void>((resolve) => (resolveFn = resolve));
+  const timer = clock.setTimer(resolveFn, Math.max(0, ms));
   return {
     done,
     cancel: () => {
-      if (timer) clearTimeout(timer);
+      clock.clearTimer(timer);
       resolveFn();
     },
+  };
+}
+
+/** Calls `fn` every `ms` on `clock` until the returned function is called. */
+export function every(clock: Clock, ms: number, fn: () => void): () => void {
+  let timer: unknown;
+  let stopped = false;
+  const tick = () => {
+    if (stopped) return;
+    fn();
+    if (!stopped) timer = clock.setTimer(tick, ms);
+  };
+  timer = clock.setTimer(tick, ms);
+  return () => {
+    stopped = true;
+    clock.clearTimer(timer);
   };
 }

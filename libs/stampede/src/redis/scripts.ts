@@ -1,18 +1,21 @@
 /**
  * The Lua scripts, registered with ioredis `defineCommand`. The common path needs none: a hit is
- * one GET, a lock attempt one pipelined `SET NX` + GET, a fill one pipelined SET + GETDEL.
- * Scripts serve the rarer steps that must compare before acting. Each script's keys and channel
- * share one hash slot (see keys.ts), so they run on a Redis Cluster as well.
+ * one GET, a lock attempt one `SET NX`, a fill one pipelined SET of the value and `SET GET` of
+ * the lock. Scripts serve the rarer steps that must compare before acting. Each script's keys and
+ * channel share one hash slot (see keys.ts), so they run on a Redis Cluster as well.
  *
  * A lock's value is its holder's token; a waiting instance appends WAITING to it, so the fill
- * publishes a notification only when some instance waits for it.
+ * publishes a notification only when some instance waits for it. A fill leaves FILLED in the lock
+ * for a moment: a caller that missed just before the fill finds the lock taken instead of taking
+ * it, and reads the value (READ_OR_WAIT, which takes a FILLED lock when the value is gone).
  */
 export const WAITING = '|w';
+export const FILLED = '|filled';
 
 /**
  * KEYS[1] value key, KEYS[2] lock key; ARGV[1] token, ARGV[2] lock ttl (ms).
- * Returns {1, value} when cached, {2} when the lock was taken, else marks the lock as waited
- * for and returns {3, pttl}.
+ * Returns {1, value} when cached, {2} when the lock was taken (free, or FILLED by a value that
+ * is gone since), else marks the lock as waited for and returns {3, pttl}.
  */
 export const READ_OR_WAIT = {
   name: 'stampedeReadOrWait',
@@ -20,9 +23,12 @@ export const READ_OR_WAIT = {
   lua: `
 local v = redis.call('GET', KEYS[1])
 if v then return {1, v} end
-if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return {2} end
 local holder = redis.call('GET', KEYS[2])
-if holder and string.sub(holder, -2) ~= '${WAITING}' then
+if not holder or holder == '${FILLED}' then
+  redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
+  return {2}
+end
+if string.sub(holder, -2) ~= '${WAITING}' then
   redis.call('SET', KEYS[2], holder .. '${WAITING}', 'KEEPTTL')
 end
 return {3, redis.call('PTTL', KEYS[2])}
@@ -112,14 +118,16 @@ return v
 };
 
 /**
- * KEYS[1] value key; ARGV[1] invalidation bus channel, ARGV[2] message. Deletes the value and
- * tells the other instances in one step: a delete carried out late is broadcast all the same.
+ * KEYS[1] value key, KEYS[2] lock key; ARGV[1] invalidation bus channel, ARGV[2] message.
+ * Deletes the value (and a FILLED mark, so the next caller takes the lock at once) and tells the
+ * other instances in one step: a delete carried out late is broadcast all the same.
  */
 export const INVALIDATE = {
-  name: 'stampedeInvalidate',
-  numberOfKeys: 1,
+  name: 'stampedeInvalidate2',
+  numberOfKeys: 2,
   lua: `
 redis.call('DEL', KEYS[1])
+if redis.call('GET', KEYS[2]) == '${FILLED}' then redis.call('DEL', KEYS[2]) end
 redis.call('PUBLISH', ARGV[1], ARGV[2])
 return 1
 `,

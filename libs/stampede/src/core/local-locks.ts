@@ -1,5 +1,5 @@
-import type { Clock } from '../core/clock';
-import type { FillWatch } from '../core/store';
+import type { Clock } from './clock';
+import type { FillWatch } from './store';
 
 /** Locks and fill notifications inside one process: used by the in-memory and cache-manager stores. */
 export class LocalLocks {

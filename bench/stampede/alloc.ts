@@ -1,0 +1,144 @@
+/**
+ * Heap bytes allocated per call of the library's flow, by kind of call: an L1 hit, a Redis hit
+ * and a load (a miss that takes the lock, loads and fills). Each kind runs `--calls` sequential
+ * calls between two forced GCs with a young generation large enough that no GC runs in between
+ * (checked: a run with a GC is reported as such), so the growth of the heap is what the calls
+ * allocated (the objects they keep, such as the values in L1 and Redis' reply buffers, included).
+ *
+ *   node --expose-gc --max-semi-space-size=256 -r ./scripts/register-ts.js bench/stampede/alloc.ts \
+ *     [--calls 20000] [--rounds 5] [--lib <dir of a libs/stampede/src>]
+ *
+ * `--lib` measures another checkout of the library (for before/after) with the same script.
+ */
+import { PerformanceObserver } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import { randomBytes } from 'node:crypto';
+import * as path from 'node:path';
+import { Redis } from 'ioredis';
+import { quantile, renderTable } from '../shared/table';
+
+const { values } = parseArgs({
+  options: {
+    calls: { type: 'string', default: '20000' },
+    rounds: { type: 'string', default: '5' },
+    lib: { type: 'string', default: path.join(__dirname, '../../libs/stampede/src') },
+  },
+});
+const CALLS = Number(values.calls);
+const ROUNDS = Number(values.rounds);
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+const lib = values.lib!;
+const { StampedeEngine } = require(path.join(lib, 'core/stampede-engine'));
+const { RedisStore } = require(path.join(lib, 'redis/redis-store'));
+const { resolvePolicy } = require(path.join(lib, 'core/policy'));
+
+const gc = (globalThis as { gc?: () => void }).gc;
+if (!gc) throw new Error('run with node --expose-gc');
+
+let gcs = 0;
+new PerformanceObserver((list) => (gcs += list.getEntries().length)).observe({
+  entryTypes: ['gc'],
+});
+
+interface Row {
+  kind: string;
+  bytes_per_call: number;
+  min: number;
+  max: number;
+  runs_with_gc: number;
+}
+
+async function measure(kind: string, run: (round: number) => Promise<void>): Promise<Row> {
+  const perCall: number[] = [];
+  let withGc = 0;
+  await run(-1); // warm-up: code paths compiled, pools filled
+  for (let round = 0; round < ROUNDS; round++) {
+    gc!();
+    gc!();
+    // The observer hears of those GCs a moment later: only then is the count of the run's own.
+    for (let i = 0; i < 3; i++) await new Promise((r) => setTimeout(r, 5));
+    const gcsBefore = gcs;
+    const before = process.memoryUsage().heapUsed;
+    await run(round);
+    const after = process.memoryUsage().heapUsed;
+    for (let i = 0; i < 3; i++) await new Promise((r) => setTimeout(r, 5)); // GCs of the run
+    if (gcs !== gcsBefore) withGc++;
+    else perCall.push((after - before) / CALLS);
+  }
+  perCall.sort((a, b) => a - b);
+  return {
+    kind,
+    bytes_per_call: perCall.length ? quantile(perCall, 0.5) : NaN,
+    min: perCall[0] ?? NaN,
+    max: perCall[perCall.length - 1] ?? NaN,
+    runs_with_gc: withGc,
+  };
+}
+
+async function main(): Promise<void> {
+  const prefix = `bench:alloc:${randomBytes(4).toString('hex')}:`;
+  const admin = new Redis(REDIS_URL);
+  const rows: Row[] = [];
+  const value = { id: 42, name: 'a value of about a hundred bytes once encoded', ok: true };
+  const loader = async () => value;
+  for (const l1 of [false, true]) {
+    const store = new RedisStore(REDIS_URL, { keyPrefix: `${prefix}${l1 ? 'l1' : 'r'}:` });
+    await store.waitUntilReady(5000);
+    const engine = new StampedeEngine({
+      store,
+      l1: l1 ? { maxEntries: 1_000_000, maxBytes: 1e9 } : undefined,
+      lastKnown: { maxEntries: 1_000_000, maxBytes: 1e9 },
+    });
+    // The README's full setup (two-tier-xfetch), with a TTL no run reaches.
+    const policy = resolvePolicy(
+      { ttl: 600_000, lock: true, xfetch: { beta: 1 } },
+      600_000,
+      'alloc',
+    );
+    const name = 'Bench.item';
+    await engine.getOrLoad('hot', loader, policy, name);
+    rows.push(
+      await measure(l1 ? 'L1 hit' : 'Redis hit', async () => {
+        for (let i = 0; i < CALLS; i++) await engine.getOrLoad('hot', loader, policy, name);
+      }),
+    );
+    if (!l1) {
+      rows.push(
+        await measure('load (miss, lock, fill)', async (round) => {
+          for (let i = 0; i < CALLS; i++)
+            await engine.getOrLoad(`miss:${round}:${i}`, loader, policy, name);
+        }),
+      );
+    }
+    await engine.close();
+    await store.close();
+  }
+  let cursor = '0';
+  do {
+    const [next, keys] = await admin.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length) await admin.del(...keys);
+  } while (cursor !== '0');
+  admin.disconnect();
+  console.log(
+    `library: ${path.relative(process.cwd(), lib) || lib}; ${CALLS} calls x ${ROUNDS} rounds per kind, median of rounds without a GC`,
+  );
+  console.log(
+    renderTable(
+      [
+        { header: 'kind', value: (r: Row) => r.kind },
+        { header: 'bytes/call', value: (r: Row) => r.bytes_per_call, digits: 0 },
+        { header: 'min', value: (r: Row) => r.min, digits: 0 },
+        { header: 'max', value: (r: Row) => r.max, digits: 0 },
+        { header: 'rounds with a GC (not counted)', value: (r: Row) => r.runs_with_gc },
+      ],
+      rows,
+    ),
+  );
+}
+
+void main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

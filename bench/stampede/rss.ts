@@ -1,0 +1,110 @@
+/**
+ * Peak RSS of a process serving the Zipf hot set (issue 24): each variant runs in a fresh forked
+ * instance for each duration, so one variant's garbage does not count against another's.
+ *
+ *   node scripts/with-redis.js node -r ./scripts/register-ts.js bench/stampede/rss.ts \
+ *     [--durations 20000,60000] [--variants two-tier-xfetch,two-tier-xfetch+l1,bento-like]
+ *     [--keys 10000] [--rate 5000] [--ttl 2000] [--backend 10]
+ *
+ * A variant is a bench pattern, `+l1` giving its StampedeModule `l1: true`. Redis is a private
+ * redis-server of the run. Prints one row per variant and duration: requests served, peak RSS
+ * of the instance (from process.resourceUsage().maxRSS) and its ratio to the last variant's
+ * (`bento-like`, a plain L1 + L2 cache-aside without the library, by default).
+ */
+import { parseArgs } from 'node:util';
+import { renderTable } from '../shared/table';
+import type { PatternName } from './bench-app';
+import { ForkedInstance } from './instances';
+import { PrivateRedis } from './private-redis';
+
+const { values } = parseArgs({
+  options: {
+    durations: { type: 'string', default: '20000,60000' },
+    variants: { type: 'string', default: 'two-tier-xfetch,two-tier-xfetch+l1,bento-like' },
+    keys: { type: 'string', default: '10000' },
+    rate: { type: 'string', default: '5000' },
+    ttl: { type: 'string', default: '2000' },
+    backend: { type: 'string', default: '10' },
+  },
+});
+
+interface Row {
+  variant: string;
+  duration_s: number;
+  reqs: number;
+  peak_rss_mb: number;
+  ratio: number;
+}
+
+async function main(): Promise<void> {
+  const durations = values.durations!.split(',').map(Number);
+  const variants = values.variants!.split(',');
+  const redis = await PrivateRedis.start();
+  const rows: Row[] = [];
+  console.log(
+    `## rss: ${redis.describe()}; ${values.keys} keys, Zipf s=1, Poisson ${values.rate} req/s in one forked instance, ` +
+      `TTL ${values.ttl} ms, backend ${values.backend} ms; a fresh instance per variant and duration`,
+  );
+  try {
+    for (const duration of durations) {
+      for (const variant of variants) {
+        const l1 = variant.endsWith('+l1');
+        const pattern = variant.replace(/\+l1$/, '') as PatternName;
+        const prefix = `rss:${duration}:${variant}:`;
+        const instance = await ForkedInstance.start({
+          redisUrl: redis.url,
+          prefix,
+          ttlMs: Number(values.ttl),
+          backendMs: Number(values.backend),
+          lockTtlMs: 5000,
+          pollMs: 2,
+          beta: 1,
+          jitter: 0.1,
+          moduleOptions: l1 ? { l1: true } : undefined,
+        });
+        try {
+          const result = await instance.load({
+            pattern,
+            keyPrefix: prefix,
+            keys: Number(values.keys),
+            zipf: 1,
+            mode: 'poisson',
+            rate: Number(values.rate),
+            durationMs: duration,
+          });
+          rows.push({
+            variant,
+            duration_s: duration / 1000,
+            reqs: result.reqs,
+            peak_rss_mb: (result.maxRssKb ?? NaN) / 1024,
+            ratio: NaN,
+          });
+        } finally {
+          await instance.close();
+        }
+      }
+      const ref = rows[rows.length - 1];
+      for (const r of rows.filter((x) => x.duration_s === duration / 1000))
+        r.ratio = r.peak_rss_mb / ref.peak_rss_mb;
+    }
+  } finally {
+    await redis.stop();
+  }
+  console.log(
+    renderTable(
+      [
+        { header: 'variant', value: (r: Row) => r.variant },
+        { header: 'duration_s', value: (r: Row) => r.duration_s },
+        { header: 'reqs', value: (r: Row) => r.reqs },
+        { header: 'peak_rss_mb', value: (r: Row) => r.peak_rss_mb, digits: 1 },
+        { header: `x ${variants[variants.length - 1]}`, value: (r: Row) => r.ratio, digits: 2 },
+      ],
+      rows,
+    ),
+  );
+}
+
+void main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,49 @@
+import type { Clock } from './clock';
+import type { InvalidationBusWatch } from './invalidation-bus';
+import type { MethodMetrics } from './metrics';
+import { SingleFlight } from './single-flight';
+import type { ValueStore } from './store';
+import type { StoreGuard } from './store-guard';
+import type { TagVersions } from './tag-versions';
+
+/**
+ * The versions of a call's tags when it starts (its stamp). A tag seen for the first time here is
+ * read from the store once (and, while the bus is down, again once per `maxStaleMs`); when the
+ * store fails, the versions known here are used.
+ */
+export class TagStamps {
+  /** Tag versions being read from the store: one read per tag at a time. */
+  private readonly fetches = new SingleFlight<void>();
+
+  constructor(
+    private readonly store: Pick<ValueStore, 'tagVersions'>,
+    private readonly tags: TagVersions,
+    private readonly bus: InvalidationBusWatch,
+    private readonly guard: StoreGuard,
+    private readonly clock: Clock,
+  ) {}
+
+  async stamp(tags: string[], m: MethodMetrics): Promise<Record<string, number>> {
+    const missing = this.tags.missing(tags, this.bus.verifiedAfter(this.clock.now()));
+    if (missing.length > 0) {
+      const wasDown = this.guard.down;
+      try {
+        await Promise.all(
+          missing.map((tag) => this.fetches.run(tag, () => this.fetch(tag)).promise),
+        );
+        if (wasDown) this.guard.answered();
+      } catch (err) {
+        this.guard.failed(err, m, 'using the tag versions known here');
+      }
+    }
+    return this.tags.stamp(tags);
+  }
+
+  private async fetch(tag: string): Promise<void> {
+    const fetchedAt = this.clock.now();
+    const [version] = this.store.tagVersions
+      ? await this.store.tagVersions([tag], [this.tags.next(tag)])
+      : [this.tags.next(tag, fetchedAt)];
+    this.tags.learn(tag, version, fetchedAt);
+  }
+}
