@@ -10,8 +10,10 @@ describe('RedisStore lock and notification (inspects Redis keys)', () => {
 
   beforeAll(async () => {
     redis = new Redis(REDIS_URL);
-    store = new RedisStore(REDIS_URL, { keyPrefix: prefix });
-    other = new RedisStore(REDIS_URL, { keyPrefix: prefix });
+    // A generous operation timeout: on a busy machine a SUBSCRIBE may take longer than the 500 ms
+    // default, and this spec inspects what happens, not how fast.
+    store = new RedisStore(REDIS_URL, { keyPrefix: prefix, operationTimeout: 5000 });
+    other = new RedisStore(REDIS_URL, { keyPrefix: prefix, operationTimeout: 5000 });
     await Promise.all([store.waitUntilReady(), other.waitUntilReady()]);
   });
 

@@ -53,7 +53,7 @@ const subjects: [string, () => Promise<Subject>][] = [
     'redis',
     async () => {
       const prefix = uniquePrefix('conformance');
-      const store = new RedisStore(REDIS_URL, { keyPrefix: prefix });
+      const store = new RedisStore(REDIS_URL, { keyPrefix: prefix, operationTimeout: 5000 });
       await store.waitUntilReady(10_000);
       const admin = new Redis(REDIS_URL);
       return {

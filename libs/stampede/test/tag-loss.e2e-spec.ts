@@ -133,7 +133,7 @@ describe('tag invalidation after the tag versions are lost (a redis-server of th
   });
 
   it('the Redis store: new versions above the current one, the floor and the server clock; a missing or corrupt one is set', async () => {
-    const store = new RedisStore(server.url, { keyPrefix: 'tag-store:' });
+    const store = new RedisStore(server.url, { keyPrefix: 'tag-store:', operationTimeout: 5000 });
     try {
       expect(await store.waitUntilReady(10_000)).toBe(true);
       const key = 'tag-store:__tag:{t}';
