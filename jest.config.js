@@ -18,6 +18,10 @@ const common = {
 
 module.exports = {
   cacheDirectory: '<rootDir>/.jest-cache',
+  // Real Redis, databases and processes on a machine that may be busy: jest's 5 s default fails
+  // e2e tests that are only slow. A spec that needs longer sets its own. (Jest reads testTimeout
+  // from the top level only, not from a project.)
+  testTimeout: 60_000,
   projects: [
     {
       ...common,
@@ -27,9 +31,6 @@ module.exports = {
     {
       ...common,
       displayName: 'e2e',
-      // Real Redis, databases and processes on a machine that may be busy: jest's 5 s default
-      // fails tests that are only slow. A spec that needs longer sets its own.
-      testTimeout: 60_000,
       testMatch: [
         '<rootDir>/libs/**/test/**/*.e2e-spec.ts',
         '<rootDir>/apps/**/test/**/*.e2e-spec.ts',
