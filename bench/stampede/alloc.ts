@@ -47,12 +47,17 @@ interface Row {
   min: number;
   max: number;
   runs_with_gc: number;
+  /** Heap still held after the rounds and a forced GC, per call (a leak would show here). */
+  kept_per_call: number;
 }
 
 async function measure(kind: string, run: (round: number) => Promise<void>): Promise<Row> {
   const perCall: number[] = [];
   let withGc = 0;
   await run(-1); // warm-up: code paths compiled, pools filled
+  gc!();
+  gc!();
+  const start = process.memoryUsage().heapUsed;
   for (let round = 0; round < ROUNDS; round++) {
     gc!();
     gc!();
@@ -67,7 +72,11 @@ async function measure(kind: string, run: (round: number) => Promise<void>): Pro
     else perCall.push((after - before) / CALLS);
   }
   perCall.sort((a, b) => a - b);
+  gc!();
+  gc!();
+  const kept = (process.memoryUsage().heapUsed - start) / (CALLS * ROUNDS);
   return {
+    kept_per_call: kept,
     kind,
     bytes_per_call: perCall.length ? quantile(perCall, 0.5) : NaN,
     min: perCall[0] ?? NaN,
@@ -132,6 +141,7 @@ async function main(): Promise<void> {
         { header: 'min', value: (r: Row) => r.min, digits: 0 },
         { header: 'max', value: (r: Row) => r.max, digits: 0 },
         { header: 'rounds with a GC (not counted)', value: (r: Row) => r.runs_with_gc },
+        { header: 'kept/call after GC', value: (r: Row) => r.kept_per_call, digits: 1 },
       ],
       rows,
     ),
