@@ -9,7 +9,7 @@ import { waitFor } from '../support/wait';
 import { AppProcess, candleTotals, firstPrices, runCollector, writeTicks } from './support';
 
 /*
- * `npm run demo:cluster` as a test (issue 16, item 2), on a throwaway Redis Cluster of 3 masters
+ * `npm run demo:cluster` as a test, on a throwaway Redis Cluster of 3 masters
  * and 3 replicas: 3 shortener instances on one SQLite file, 3 ticks consumers in one group over
  * the stream `ticks` split into 6 partitions, and the collector (replaying files this test
  * writes, so that the expected candles are known) partitioning by symbol. The apps run from their

@@ -45,7 +45,7 @@ export interface EngineDeps {
 export const UNNAMED_CALL = 'getOrLoad';
 
 /**
- * The get-or-load flow of DESIGN.md sections 3 and 9, read top to bottom in `getOrLoad` and
+ * The get-or-load flow, read top to bottom in `getOrLoad` and
  * `resolve`: check the in-process tier, join a call in flight, read the store, lock, re-check,
  * run, fill, release. Each stage is its own module: per-key state (key-state.ts), store guard,
  * held values (L1 and last known), loader run (timeouts, abort), lock path (try, wait, notify),
