@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import { LruCache } from '../core/lru-cache';
 import { keySlot } from '../redis/keys';
+import { bySlice, doneSetKey } from './done-sets';
 import { IDEMPOTENCY_BEGIN_LUA, IDEMPOTENCY_FINISH_LUA } from './idempotency-scripts';
 
 export type IdempotencyState = 'acquired' | 'processing' | 'done';
@@ -34,6 +35,8 @@ type Scripted = (Redis | Cluster) & {
 };
 
 const DONE = 'done';
+/** Ids per SADD or SMISMEMBER (a read batch is usually far smaller). */
+const IDS_PER_COMMAND = 5000;
 /** Tokens of an L1-only store need only be unique within the process. */
 let localTokens = 0;
 
@@ -149,6 +152,85 @@ export class IdempotencyStore {
     );
   }
 
+  /**
+   * `begin` for the entries of one stream under the default key (`<scope>:<id>`, scope
+   * `<group>:<stream>`), which one run holds at a time without a mark of ours: the pending entries
+   * list gives an entry to one consumer, the claim heartbeat keeps it there while its handler
+   * runs, and this process runs an id once at a time. So nothing is written here: L1, then one
+   * read of L2 (the done sets of `finishOwned`, and the records that an effect script marked done
+   * with `IDEMPOTENT_EFFECT_LUA`). A record that holds another run's in-progress token (written by
+   * `begin`) counts as in progress.
+   */
+  async beginOwned(scope: string, ids: readonly string[]): Promise<BeginResult> {
+    const states: IdempotencyState[] = new Array(ids.length);
+    const token = this.redis ? `p:${randomUUID()}` : `p:${++localTokens}`;
+    const lockLeftMs: (number | undefined)[] = [];
+    const ask: number[] = [];
+    const keys = ids.map((id) => `${scope}:${id}`);
+    for (let i = 0; i < keys.length; i++) {
+      if (this.l1.get(keys[i]) === DONE) states[i] = 'done';
+      else if (this.redis) ask.push(i);
+      else states[i] = 'acquired';
+    }
+    if (ask.length === 0) return { token, states, doneInL2: 0, lockLeftMs };
+    const redis = this.redis!;
+    const inSets = new Array<boolean>(ids.length);
+    const records = new Array<string | null>(ids.length);
+    await Promise.all([
+      ...[...bySlice(ids, ask)].flatMap(([slice, group]) =>
+        chunks(group, IDS_PER_COMMAND).map(async (part) => {
+          const found = await redis.smismember(
+            doneSetKey(this.keyPrefix, scope, slice),
+            ...part.map((i) => ids[i]),
+          );
+          part.forEach((i, n) => (inSets[i] = Number(found[n]) === 1));
+        }),
+      ),
+      ...this.bySlot(ask, keys).map(async (group) => {
+        const values = await redis.mget(...group.map((i) => this.record(keys[i])));
+        group.forEach((i, n) => (records[i] = values[n]));
+      }),
+    ]);
+    let doneInL2 = 0;
+    for (const i of ask) {
+      const record = records[i];
+      if (inSets[i] || record === DONE) {
+        states[i] = 'done';
+        doneInL2++;
+        this.l1.set(keys[i], DONE, this.ttlMs);
+      } else if (record) states[i] = 'processing';
+      else states[i] = 'acquired';
+    }
+    return { token, states, doneInL2, lockLeftMs };
+  }
+
+  /**
+   * `finish` for the entries of `beginOwned`: marks `ids` done, in L1 and (one MULTI per slice of
+   * ids: `SADD` to the slice's set, which then expires `ttlMs` after its last mark) in L2. Failed
+   * entries need nothing: no mark was written for them.
+   */
+  async finishOwned(scope: string, ids: readonly string[], ttlMs = this.ttlMs): Promise<void> {
+    for (const id of ids) this.l1.set(`${scope}:${id}`, DONE, ttlMs);
+    if (!this.redis || ids.length === 0) return;
+    const redis = this.redis;
+    const all = ids.map((_, i) => i);
+    await Promise.all(
+      [...bySlice(ids, all)].flatMap(([slice, group]) =>
+        chunks(group, IDS_PER_COMMAND).map(async (part) => {
+          const key = doneSetKey(this.keyPrefix, scope, slice);
+          const replies = await redis
+            .multi()
+            .sadd(key, ...part.map((i) => ids[i]))
+            .pexpire(key, ttlMs)
+            .exec();
+          const failed = replies?.find(([err]) => err);
+          if (!replies) throw new Error(`MULTI on ${key} was discarded`);
+          if (failed) throw failed[0];
+        }),
+      ),
+    );
+  }
+
   /** Forgets everything this process remembers (L1). */
   clearLocal(): void {
     this.l1.clear();
@@ -165,4 +247,11 @@ export class IdempotencyStore {
     }
     return [...groups.values()];
   }
+}
+
+function chunks<T>(items: T[], size: number): T[][] {
+  if (items.length <= size) return [items];
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
 }

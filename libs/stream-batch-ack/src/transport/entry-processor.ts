@@ -188,12 +188,20 @@ export class EntryProcessor {
     // Checked before the delivery limit: an entry that was handled (done) is acknowledged, and one
     // that another consumer is handling (in progress) is left to it, however often it was delivered.
     const jobs = decoded;
+    // The default key is the entry, which the pending entries list gives to one run at a time:
+    // no in-progress mark, one done mark per entry (a set per stream and slice of ids).
+    const scope = idem.key ? undefined : `${this.deps.group}:${route.stream}`;
     let begun;
     try {
-      begun = await store.begin(
-        jobs.map((j) => j.key!),
-        idem.lockMs,
-      );
+      begun = scope
+        ? await store.beginOwned(
+            scope,
+            jobs.map((j) => j.entry.id),
+          )
+        : await store.begin(
+            jobs.map((j) => j.key!),
+            idem.lockMs,
+          );
     } catch (err) {
       this.deps.logger.error(
         `Idempotency check of ${jobs.length} entr${jobs.length === 1 ? 'y' : 'ies'} of "${route.stream}" failed: ${describeError(err)}; retrying them.`,
@@ -232,7 +240,7 @@ export class EntryProcessor {
     const done = states.filter((s) => s === 'done').length;
     this.deps.telemetry.duplicatesSkipped(route.stream, done - doneInL2, doneInL2);
     const toRun = await this.withinDeliveryLimit(route, acquired);
-    if (toRun.length < acquired.length) {
+    if (toRun.length < acquired.length && !scope) {
       // Dead-lettered: their keys are released, so that a replay runs.
       const gone = acquired.filter((job) => !toRun.includes(job)).map((job) => job.key!);
       await store.finish(token, [], gone).catch(() => undefined);
@@ -249,12 +257,16 @@ export class EntryProcessor {
         );
     const succeeded: string[] = [];
     const failed: string[] = [];
-    outcomes.forEach((o, i) => (o.error === undefined ? succeeded : failed).push(toRun[i].key!));
+    outcomes.forEach((o, i) => {
+      if (o.error !== undefined) failed.push(toRun[i].key!);
+      else succeeded.push(scope ? toRun[i].entry.id : toRun[i].key!);
+    });
     try {
-      await store.finish(token, succeeded, failed, idem.ttlMs);
+      if (scope) await store.finishOwned(scope, succeeded, idem.ttlMs);
+      else await store.finish(token, succeeded, failed, idem.ttlMs);
     } catch (err) {
-      // The entries were handled: they are acknowledged anyway. Their keys stay in progress in
-      // L2 until lockMs passes (this process remembers them as done in L1).
+      // The entries were handled: they are acknowledged anyway. Keys of your own stay in progress
+      // in L2 until lockMs passes (this process remembers them as done in L1).
       this.deps.logger.warn(`Idempotency marks on "${route.stream}" failed: ${describeError(err)}`);
     }
     await this.settle(route, toRun, outcomes);
