@@ -27,6 +27,52 @@ export function doneSlice(id: string): string {
 export const doneSetKey = (keyPrefix: string, scope: string, slice: string): string =>
   `${keyPrefix}${scope}:done:${slice}`;
 
+/**
+ * The greatest entry id of `scope` marked done (a string key, refreshed with every mark): a first
+ * delivery above it cannot be done, so a read batch of new entries needs no look into the sets.
+ * Only a consumer group created again at an earlier id hands out entries below it a second time.
+ */
+export const doneMaxKey = (keyPrefix: string, scope: string): string =>
+  `${keyPrefix}${scope}:done:max`;
+
+/**
+ * Compares two entry ids (`<ms>-<seq>`, digits without leading zeros, as Redis writes them)
+ * exactly and without allocating: a longer number is the greater one, else the digits decide.
+ */
+export function compareIds(a: string, b: string): number {
+  let da = a.indexOf('-');
+  let db = b.indexOf('-');
+  if (da < 0) da = a.length;
+  if (db < 0) db = b.length;
+  const byMs = compareDigits(a, 0, da, b, 0, db);
+  if (byMs !== 0) return byMs;
+  return compareDigits(a, da + 1, a.length, b, db + 1, b.length);
+}
+
+/** Compares the numbers written in a[aFrom, aTo) and b[bFrom, bTo) (an empty one is 0). */
+function compareDigits(
+  a: string,
+  aFrom: number,
+  aTo: number,
+  b: string,
+  bFrom: number,
+  bTo: number,
+): number {
+  const la = Math.max(0, aTo - aFrom);
+  const lb = Math.max(0, bTo - bFrom);
+  if (la !== lb) {
+    // '' and '0' are both zero
+    if (la + lb === 1 && (la === 1 ? a[aFrom] : b[bFrom]) === '0') return 0;
+    return la < lb ? -1 : 1;
+  }
+  for (let i = 0; i < la; i++) {
+    const x = a.charCodeAt(aFrom + i);
+    const y = b.charCodeAt(bFrom + i);
+    if (x !== y) return x < y ? -1 : 1;
+  }
+  return 0;
+}
+
 /** Indexes of `ids` per slice, in the order the slices first appear. */
 export function bySlice(ids: readonly string[], indexes: readonly number[]): Map<string, number[]> {
   const out = new Map<string, number[]>();

@@ -1,9 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
+import { DoneIds } from '../core/done-ids';
 import { LruCache } from '../core/lru-cache';
 import { keySlot } from '../redis/keys';
-import { bySlice, doneSetKey } from './done-sets';
-import { IDEMPOTENCY_BEGIN_LUA, IDEMPOTENCY_FINISH_LUA } from './idempotency-scripts';
+import { bySlice, compareIds, doneMaxKey, doneSetKey } from './done-sets';
+import {
+  IDEMPOTENCY_BEGIN_LUA,
+  IDEMPOTENCY_FINISH_LUA,
+  IDEMPOTENCY_MARK_DONE_LUA,
+} from './idempotency-scripts';
 
 export type IdempotencyState = 'acquired' | 'processing' | 'done';
 
@@ -29,9 +34,17 @@ export interface BeginResult {
   lockLeftMs: (number | undefined)[];
 }
 
+/** An entry under the default key (see beginOwned). */
+export interface OwnedEntry {
+  id: string;
+  /** 1 = first delivery. */
+  deliveries: number;
+}
+
 type Scripted = (Redis | Cluster) & {
   sbaIdemBegin(...args: (string | number)[]): Promise<number[]>;
   sbaIdemFinish(...args: (string | number)[]): Promise<number>;
+  sbaIdemMarkDone(...args: (string | number)[]): Promise<number>;
 };
 
 const DONE = 'done';
@@ -51,14 +64,19 @@ export class IdempotencyStore {
   readonly ttlMs: number;
   readonly lockMs: number;
   private readonly l1: LruCache<string>;
+  /** L1 of the default-key entries (beginOwned): done ids per stream. */
+  private readonly doneIds: DoneIds;
   private readonly redis: Scripted | null;
   private readonly cluster: boolean;
+  /** Per scope: see shortcut(). */
+  private readonly sameSlot = new Map<string, boolean>();
 
   constructor(options: IdempotencyStoreOptions = {}) {
     this.keyPrefix = options.keyPrefix ?? 'sba:idem:';
     this.ttlMs = options.ttlMs ?? 60_000;
     this.lockMs = options.lockMs ?? 30_000;
     this.l1 = new LruCache<string>({ maxSize: options.maxSize ?? 100_000, ttlMs: this.ttlMs });
+    this.doneIds = new DoneIds({ maxSize: options.maxSize ?? 100_000, order: compareIds });
     const redis = options.redis ?? null;
     if (redis) {
       const scripted = redis as unknown as Partial<Scripted>;
@@ -66,6 +84,8 @@ export class IdempotencyStore {
         redis.defineCommand('sbaIdemBegin', { lua: IDEMPOTENCY_BEGIN_LUA });
       if (!scripted.sbaIdemFinish)
         redis.defineCommand('sbaIdemFinish', { lua: IDEMPOTENCY_FINISH_LUA });
+      if (!scripted.sbaIdemMarkDone)
+        redis.defineCommand('sbaIdemMarkDone', { lua: IDEMPOTENCY_MARK_DONE_LUA });
     }
     this.redis = redis as unknown as Scripted | null;
     this.cluster = !!redis && (redis as { isCluster?: boolean }).isCluster === true;
@@ -153,29 +173,82 @@ export class IdempotencyStore {
   }
 
   /**
-   * `begin` for the entries of one stream under the default key (`<scope>:<id>`, scope
+   * `begin` for entries of one stream under the default key (`<scope>:<id>`, scope
    * `<group>:<stream>`), which one run holds at a time without a mark of ours: the pending entries
    * list gives an entry to one consumer, the claim heartbeat keeps it there while its handler
-   * runs, and this process runs an id once at a time. So nothing is written here: L1, then one
-   * read of L2 (the done sets of `finishOwned`, and the records that an effect script marked done
-   * with `IDEMPOTENT_EFFECT_LUA`). A record that holds another run's in-progress token (written by
-   * `begin`) counts as in progress.
+   * runs, and a process runs an id once at a time. So nothing is written here: L1, then L2 only
+   * where a done mark can exist. A first delivery above the scope's greatest done id (one small
+   * GET per batch) is new; below it (the consumer group was created again at an earlier id) and
+   * for redeliveries, one look into the done sets per slice of ids, and one into the records that
+   * an effect script marked done (`IDEMPOTENT_EFFECT_LUA`) or that another run holds in progress
+   * (`begin`'s token: counted as in progress).
    */
-  async beginOwned(scope: string, ids: readonly string[]): Promise<BeginResult> {
+  async beginOwned(scope: string, entries: readonly OwnedEntry[]): Promise<BeginResult> {
+    const ids = entries.map((e) => e.id);
     const states: IdempotencyState[] = new Array(ids.length);
     const token = this.redis ? `p:${randomUUID()}` : `p:${++localTokens}`;
     const lockLeftMs: (number | undefined)[] = [];
-    const ask: number[] = [];
-    const keys = ids.map((id) => `${scope}:${id}`);
-    for (let i = 0; i < keys.length; i++) {
-      if (this.l1.get(keys[i]) === DONE) states[i] = 'done';
-      else if (this.redis) ask.push(i);
-      else states[i] = 'acquired';
+    const known = this.doneIds.hasMany(scope, ids);
+    const fresh: number[] = [];
+    const again: number[] = [];
+    for (let i = 0; i < ids.length; i++) {
+      if (known[i]) states[i] = 'done';
+      else if (!this.redis) states[i] = 'acquired';
+      else if (entries[i].deliveries > 1) again.push(i);
+      else fresh.push(i);
     }
-    if (ask.length === 0) return { token, states, doneInL2: 0, lockLeftMs };
+    if (fresh.length + again.length === 0) return { token, states, doneInL2: 0, lockLeftMs };
+    const maxKey = this.shortcut(scope) ? doneMaxKey(this.keyPrefix, scope) : null;
+    if (fresh.length > 0 && maxKey) {
+      const max = await this.redis!.get(maxKey);
+      for (const i of fresh) {
+        if (max !== null && compareIds(ids[i], max) <= 0) again.push(i);
+        else states[i] = 'acquired';
+      }
+    } else again.push(...fresh);
+    if (again.length === 0) return { token, states, doneInL2: 0, lockLeftMs };
+    const doneInL2 = await this.lookUp(scope, ids, again, states);
+    return { token, states, doneInL2, lockLeftMs };
+  }
+
+  /**
+   * `finish` for the entries of `beginOwned`: marks `ids` done in L1 and in L2 (one script call
+   * per slice of ids: they join the slice's set, which then expires `ttlMs` after its last mark,
+   * and the scope's greatest done id). Failed entries need nothing: no mark was written for them.
+   */
+  async finishOwned(scope: string, ids: readonly string[], ttlMs = this.ttlMs): Promise<void> {
+    if (ids.length === 0) return;
+    this.doneIds.addMany(scope, ids, ttlMs);
+    const redis = this.redis;
+    if (!redis) return;
+    const maxKey = this.shortcut(scope) ? doneMaxKey(this.keyPrefix, scope) : null;
+    const all = ids.map((_, i) => i);
+    await Promise.all(
+      [...bySlice(ids, all)].flatMap(([slice, group]) =>
+        chunks(group, IDS_PER_COMMAND).map((part) => {
+          let max = ids[part[0]];
+          const joined = part.map((i) => ids[i]);
+          for (const id of joined) if (compareIds(id, max) > 0) max = id;
+          const setKey = doneSetKey(this.keyPrefix, scope, slice);
+          return maxKey
+            ? redis.sbaIdemMarkDone(2, setKey, maxKey, ttlMs, max, joined.join(','))
+            : redis.sbaIdemMarkDone(1, setKey, ttlMs, max, joined.join(','));
+        }),
+      ),
+    );
+  }
+
+  /** The done sets and the records of `ask` (indexes of `ids`); sets their states, returns how many are done. */
+  private async lookUp(
+    scope: string,
+    ids: readonly string[],
+    ask: number[],
+    states: IdempotencyState[],
+  ): Promise<number> {
     const redis = this.redis!;
     const inSets = new Array<boolean>(ids.length);
     const records = new Array<string | null>(ids.length);
+    const keys = ids.map((id) => `${scope}:${id}`);
     await Promise.all([
       ...[...bySlice(ids, ask)].flatMap(([slice, group]) =>
         chunks(group, IDS_PER_COMMAND).map(async (part) => {
@@ -191,49 +264,40 @@ export class IdempotencyStore {
         group.forEach((i, n) => (records[i] = values[n]));
       }),
     ]);
-    let doneInL2 = 0;
+    const done: string[] = [];
     for (const i of ask) {
       const record = records[i];
       if (inSets[i] || record === DONE) {
         states[i] = 'done';
-        doneInL2++;
-        this.l1.set(keys[i], DONE, this.ttlMs);
-      } else if (record) states[i] = 'processing';
-      else states[i] = 'acquired';
+        done.push(ids[i]);
+      } else states[i] = record ? 'processing' : 'acquired';
     }
-    return { token, states, doneInL2, lockLeftMs };
+    if (done.length > 0) this.doneIds.addMany(scope, done, this.ttlMs);
+    return done.length;
   }
 
   /**
-   * `finish` for the entries of `beginOwned`: marks `ids` done, in L1 and (one MULTI per slice of
-   * ids: `SADD` to the slice's set, which then expires `ttlMs` after its last mark) in L2. Failed
-   * entries need nothing: no mark was written for them.
+   * Whether the scope's greatest done id can be written with its done sets in one script: always
+   * on a single Redis; on a Cluster when the keys of the scope share a hash slot (a hash tag in
+   * the stream's name or in keyPrefix). Otherwise every batch looks into the sets.
    */
-  async finishOwned(scope: string, ids: readonly string[], ttlMs = this.ttlMs): Promise<void> {
-    for (const id of ids) this.l1.set(`${scope}:${id}`, DONE, ttlMs);
-    if (!this.redis || ids.length === 0) return;
-    const redis = this.redis;
-    const all = ids.map((_, i) => i);
-    await Promise.all(
-      [...bySlice(ids, all)].flatMap(([slice, group]) =>
-        chunks(group, IDS_PER_COMMAND).map(async (part) => {
-          const key = doneSetKey(this.keyPrefix, scope, slice);
-          const replies = await redis
-            .multi()
-            .sadd(key, ...part.map((i) => ids[i]))
-            .pexpire(key, ttlMs)
-            .exec();
-          const failed = replies?.find(([err]) => err);
-          if (!replies) throw new Error(`MULTI on ${key} was discarded`);
-          if (failed) throw failed[0];
-        }),
-      ),
-    );
+  private shortcut(scope: string): boolean {
+    if (!this.cluster) return true;
+    let same = this.sameSlot.get(scope);
+    if (same === undefined) {
+      const slot = keySlot(doneMaxKey(this.keyPrefix, scope));
+      same = ['0', '1', '2'].every(
+        (slice) => keySlot(doneSetKey(this.keyPrefix, scope, slice)) === slot,
+      );
+      this.sameSlot.set(scope, same);
+    }
+    return same;
   }
 
   /** Forgets everything this process remembers (L1). */
   clearLocal(): void {
     this.l1.clear();
+    this.doneIds.clear();
   }
 
   private bySlot(indexes: number[], keys: readonly string[]): number[][] {

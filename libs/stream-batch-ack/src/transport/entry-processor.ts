@@ -196,7 +196,7 @@ export class EntryProcessor {
       begun = scope
         ? await store.beginOwned(
             scope,
-            jobs.map((j) => j.entry.id),
+            jobs.map((j) => j.entry),
           )
         : await store.begin(
             jobs.map((j) => j.key!),
