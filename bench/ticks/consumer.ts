@@ -5,6 +5,7 @@
  *   per-message, batch: a Nest microservice on ServerRedisStreams with one trivial per-message
  *                       @EventPattern handler; per-message is the same transport with
  *                       ack.batchSize 1 and ack.intervalMs 0 (one XACK per message).
+ *   batch-idem-redis:   batch + idempotency { store: 'redis' } (the per-message handler).
  *   batch-handler:      the same microservice with a batch handler,
  *                       @EventPattern(stream, { batch: true }) taking Tick[] and the batch context.
  *   idem-memory:        batch-handler + the server option idempotency { store: 'memory' }.
@@ -65,7 +66,7 @@ function batchController(stream: string, recorder: Recorder) {
 type Stop = () => Promise<ConsumerResult['server'] | undefined>;
 
 async function startTransport(cfg: ConsumerConfig, recorder: Recorder): Promise<Stop> {
-  const batchHandler = cfg.variant !== 'per-message' && cfg.variant !== 'batch';
+  const batchHandler = !['per-message', 'batch', 'batch-idem-redis'].includes(cfg.variant);
   const controller = batchHandler
     ? batchController(cfg.stream, recorder)
     : perMessageController(cfg.stream, recorder);
@@ -84,7 +85,7 @@ async function startTransport(cfg: ConsumerConfig, recorder: Recorder): Promise<
   };
   // The library's defaults otherwise (ttlMs 60 s, lockMs 30 s, L1 maxSize 100,000).
   if (cfg.variant === 'idem-memory') options.idempotency = { store: 'memory' };
-  if (cfg.variant === 'idem-redis')
+  if (cfg.variant === 'idem-redis' || cfg.variant === 'batch-idem-redis')
     options.idempotency = { store: 'redis', keyPrefix: cfg.idempotencyPrefix };
   const server = new ServerRedisStreams(options);
   const app = await NestFactory.createMicroservice(TicksModule, {
