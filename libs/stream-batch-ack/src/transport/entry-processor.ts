@@ -70,12 +70,14 @@ export interface ProcessorDeps {
 
 /** How one entry's run ended. */
 interface Outcome {
-  error?: unknown;
+  readonly error?: unknown;
   /** Succeeded, but the handler asked to leave the entry pending. */
-  skipAck?: boolean;
+  readonly skipAck?: boolean;
   /** A request whose error was sent back to the caller: acknowledged, not retried. */
-  answered?: boolean;
+  readonly answered?: boolean;
 }
+const SUCCEEDED: Outcome = Object.freeze({});
+const ACK_SKIPPED: Outcome = Object.freeze({ skipAck: true });
 
 /** An entry that decoded well and is about to run. */
 interface Job {
@@ -180,7 +182,7 @@ export class EntryProcessor {
       // Per-entry handlers without idempotency: each entry is acknowledged as soon as it is done.
       else
         await Promise.all(
-          jobs.map(async (job) => this.settle(route, [job], [await this.runOne(route, job)])),
+          jobs.map((job) => this.runOne(route, job).then((o) => this.settleOne(route, job, o))),
         );
       return;
     }
@@ -420,7 +422,8 @@ export class EntryProcessor {
     );
   }
 
-  private async runOne(route: Route, job: Job, handle?: IdempotencyHandle): Promise<Outcome> {
+  /** Runs the handler of one entry. Events take no async step of their own: one per entry counts. */
+  private runOne(route: Route, job: Job, handle?: IdempotencyHandle): Promise<Outcome> {
     const { group, consumer } = this.deps;
     const { entry, decoded } = job;
     const ctx = new RedisStreamsContext([
@@ -434,20 +437,33 @@ export class EntryProcessor {
       handle,
       route.partition,
     ]);
+    if (route.replies && decoded.request) return this.runRequest(route, job, ctx, decoded.request);
+    return this.deps.invoke(route, job.payload, ctx).then(
+      () => (ctx.isAckSkipped() ? ACK_SKIPPED : SUCCEEDED),
+      (err: unknown) => ({
+        error: (ctx.hasError() ? ctx.getError() : err) ?? new Error('handler failed'),
+      }),
+    );
+  }
+
+  /** A request (`@MessagePattern`): its result or its error goes back to the caller. */
+  private async runRequest(
+    route: Route,
+    job: Job,
+    ctx: RedisStreamsContext,
+    request: RequestInfo,
+  ): Promise<Outcome> {
     let response: unknown;
     try {
       response = await this.deps.invoke(route, job.payload, ctx);
     } catch (err) {
+      // The caller gets the error and decides: a request is not retried.
       const error = ctx.hasError() ? ctx.getError() : err;
-      if (route.replies && decoded.request) {
-        // The caller gets the error and decides: a request is not retried.
-        await this.sendReply(decoded.request, { err: error });
-        return { error: error ?? new Error('handler failed'), answered: true };
-      }
-      return { error: error ?? new Error('handler failed') };
+      await this.sendReply(request, { err: error });
+      return { error: error ?? new Error('handler failed'), answered: true };
     }
-    if (route.replies && decoded.request) await this.sendReply(decoded.request, { response });
-    return ctx.isAckSkipped() ? { skipAck: true } : {};
+    await this.sendReply(request, { response });
+    return ctx.isAckSkipped() ? ACK_SKIPPED : SUCCEEDED;
   }
 
   private async sendReply(
@@ -465,51 +481,50 @@ export class EntryProcessor {
 
   /** Acknowledges what succeeded; retries (or dead-letters, at maxDeliveries) what failed. */
   private async settle(route: Route, jobs: Job[], outcomes: Outcome[]): Promise<void> {
+    let dead: Promise<void>[] | undefined;
+    for (let i = 0; i < jobs.length; i++) {
+      const moved = this.settleOne(route, jobs[i], outcomes[i]);
+      if (moved) (dead ??= []).push(moved);
+    }
+    if (dead) await Promise.all(dead);
+  }
+
+  /** settle() of one entry; returns the dead-lettering under way, if any. */
+  private settleOne(route: Route, job: Job, outcome: Outcome): Promise<void> | undefined {
     const { stream } = route;
-    const dead: Promise<void>[] = [];
-    let succeeded = 0;
-    let failed = 0;
-    outcomes.forEach((outcome, i) => {
-      const { entry, decoded } = jobs[i];
-      const key = `${stream}\u0000${entry.id}`;
-      if (outcome.error === undefined) {
-        succeeded++;
-        if (entry.deliveries > 1) this.lastErrors.delete(key);
-        if (!outcome.skipAck) this.deps.batcher.add(stream, entry.id);
-        return;
-      }
-      failed++;
-      if (outcome.answered) {
-        this.deps.batcher.add(stream, entry.id);
-        return;
-      }
-      const message = describeError(outcome.error);
-      this.lastErrors.set(key, message);
-      if (entry.deliveries >= this.deps.maxDeliveries) {
-        this.deps.logger.warn(
-          `Entry ${entry.id} of "${stream}" failed on delivery ${entry.deliveries}/${this.deps.maxDeliveries} (${message}): moving it to the dead-letter stream.`,
-        );
-        dead.push(
-          this.deadLetter(
-            stream,
-            entry,
-            decoded.fields,
-            entry.deliveries,
-            'handler-failed',
-            outcome.error,
-          ),
-        );
-      } else {
-        const delay = this.deps.reclaimer.scheduleRetry(stream, entry.id, entry.deliveries);
-        this.deps.telemetry.retried(stream);
-        this.deps.logger.warn(
-          `Entry ${entry.id} of "${stream}" failed on delivery ${entry.deliveries}/${this.deps.maxDeliveries} (${message}); retrying in ${delay} ms.`,
-        );
-      }
-    });
-    this.deps.telemetry.succeeded(succeeded);
-    if (failed > 0) this.deps.telemetry.failed(stream, failed);
-    await Promise.all(dead);
+    const { entry, decoded } = job;
+    if (outcome.error === undefined) {
+      this.deps.telemetry.succeeded(1);
+      if (entry.deliveries > 1) this.lastErrors.delete(`${stream}\u0000${entry.id}`);
+      if (!outcome.skipAck) this.deps.batcher.add(stream, entry.id);
+      return undefined;
+    }
+    this.deps.telemetry.failed(stream, 1);
+    if (outcome.answered) {
+      this.deps.batcher.add(stream, entry.id);
+      return undefined;
+    }
+    const message = describeError(outcome.error);
+    this.lastErrors.set(`${stream}\u0000${entry.id}`, message);
+    if (entry.deliveries >= this.deps.maxDeliveries) {
+      this.deps.logger.warn(
+        `Entry ${entry.id} of "${stream}" failed on delivery ${entry.deliveries}/${this.deps.maxDeliveries} (${message}): moving it to the dead-letter stream.`,
+      );
+      return this.deadLetter(
+        stream,
+        entry,
+        decoded.fields,
+        entry.deliveries,
+        'handler-failed',
+        outcome.error,
+      );
+    }
+    const delay = this.deps.reclaimer.scheduleRetry(stream, entry.id, entry.deliveries);
+    this.deps.telemetry.retried(stream);
+    this.deps.logger.warn(
+      `Entry ${entry.id} of "${stream}" failed on delivery ${entry.deliveries}/${this.deps.maxDeliveries} (${message}); retrying in ${delay} ms.`,
+    );
+    return undefined;
   }
 
   private async deadLetter(
