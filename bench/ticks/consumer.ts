@@ -12,10 +12,10 @@
  *   idem-redis:         batch-handler + idempotency { store: 'redis' } (L1 + L2 on the server's
  *                       command connection; records under cfg.idempotencyPrefix).
  *   raw:                no framework: XREADGROUP COUNT n BLOCK 100 + one XACK per batch, on one
- *                       ioredis connection (the ceiling).
- *   raw-idem:           raw + the library's IdempotencyStore (L1 + Redis L2, a second connection):
- *                       begin(keys of the batch), record, finish, XACK. A diagnostic: what the
- *                       idempotency round trips cost without the transport and Nest.
+ *                       ioredis connection, the next read sent before a batch is handled (the ceiling).
+ *   raw-idem:           raw + the library's IdempotencyStore (L1 + Redis L2, a second connection)
+ *                       for the default key: beginOwned(the batch), record, finishOwned, XACK. A
+ *                       diagnostic: what idempotency costs without the transport and Nest.
  * Sends { ready }, then { done } once every expected message was handled; on { stop } it shuts
  * down (the transport flushes its acks) and sends { consumer-result }.
  * With cfg.cpuProfile, the V8 CPU profile of the measured window (first to last measured message)
@@ -122,37 +122,45 @@ async function startRaw(cfg: ConsumerConfig, recorder: Recorder): Promise<Stop> 
   }
   let closing = false;
   let lastAck: Promise<unknown> = Promise.resolve();
+  const read = () =>
+    redis.call(
+      'XREADGROUP',
+      'GROUP',
+      cfg.group,
+      'raw',
+      'COUNT',
+      cfg.readCount,
+      'BLOCK',
+      100,
+      'STREAMS',
+      cfg.stream,
+      '>',
+    ) as Promise<[string, Entry[]][] | null>;
+  const scope = `${cfg.group}:${cfg.stream}`;
   const loop = (async () => {
-    while (!closing) {
-      const reply = (await redis.call(
-        'XREADGROUP',
-        'GROUP',
-        cfg.group,
-        'raw',
-        'COUNT',
-        cfg.readCount,
-        'BLOCK',
-        100,
-        'STREAMS',
-        cfg.stream,
-        '>',
-      )) as [string, Entry[]][] | null;
-      if (!reply) continue;
-      for (const [stream, entries] of reply) {
+    // One read ahead: the next XREADGROUP goes out before this batch is handled, so that Redis
+    // and this process work at the same time (as the transport's reader does). At close, the
+    // reply of the read under way is handled too.
+    let next = read();
+    for (;;) {
+      const reply = await next;
+      const last = closing;
+      if (!last) next = read();
+      for (const [stream, entries] of reply ?? []) {
         const ids = new Array<string>(entries.length);
         if (store) {
-          // The transport's default key: group, stream and entry id.
-          const keys = entries.map(([id]) => `${cfg.group}:${stream}:${id}`);
-          const { token, states } = await store.begin(keys);
+          // The transport's default key: the entry (stream and id), one owner at a time.
+          const owned = entries.map(([id]) => ({ id, deliveries: 1 }));
+          const { states } = await store.beginOwned(scope, owned);
           const done: string[] = [];
           for (let i = 0; i < entries.length; i++) {
             const [id, fields] = entries[i];
             ids[i] = id;
             if (states[i] !== 'acquired') continue;
             recorder.record(JSON.parse(fields[1]) as Tick);
-            done.push(keys[i]);
+            done.push(id);
           }
-          await store.finish(token, done, []);
+          await store.finishOwned(scope, done);
         } else {
           for (let i = 0; i < entries.length; i++) {
             const [id, fields] = entries[i];
@@ -160,9 +168,10 @@ async function startRaw(cfg: ConsumerConfig, recorder: Recorder): Promise<Stop> 
             recorder.record(JSON.parse(fields[1]) as Tick);
           }
         }
-        // One XACK per batch, not awaited: it goes out before the next XREADGROUP on the same connection.
+        // One XACK per batch, not awaited.
         lastAck = redis.call('XACK', stream, cfg.group, ...ids);
       }
+      if (last) break;
     }
   })();
   return async () => {

@@ -60,15 +60,14 @@ if KEYS[2] then
     return a < b
   end
   local function less(a, b)
-    local am, as = string.match(a, '^(%d+)-?(%d*)$')
-    local bm, bs = string.match(b, '^(%d+)-?(%d*)$')
+    local am, as = string.match(a, '^(%d+)%-?(%d*)$')
+    local bm, bs = string.match(b, '^(%d+)%-?(%d*)$')
     if not am or not bm then return not am end
     if am ~= bm then return digits(am, bm) end
     return digits(as == '' and '0' or as, bs == '' and '0' or bs)
   end
-  local max = redis.call('GET', KEYS[2])
-  if not max or less(max, ARGV[2]) then max = ARGV[2] end
-  redis.call('SET', KEYS[2], max, 'PX', ARGV[1])
+  local old = redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[1], 'GET')
+  if old and less(ARGV[2], old) then redis.call('SET', KEYS[2], old, 'PX', ARGV[1]) end
 end
 return 0
 `;
