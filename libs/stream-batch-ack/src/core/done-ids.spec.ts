@@ -30,15 +30,16 @@ describe('DoneIds (fake clock)', () => {
     expect(done.size).toBe(1);
   });
 
-  it('is bounded over every scope: the oldest added go first', () => {
+  it('is bounded over every scope: the oldest batches go first', () => {
     const clock = new ManualClock();
     const done = new DoneIds({ maxSize: 3, clock });
     done.addMany('a', ['1-0', '2-0'], 60_000);
     done.addMany('b', ['1-0'], 60_000);
     expect(done.has('a', '1-0')).toBe(true); // a read does not make it younger
     done.addMany('b', ['2-0'], 60_000);
-    expect(done.size).toBe(3);
-    expect(done.hasMany('a', ['1-0', '2-0'])).toEqual([false, true]);
+    // the oldest batch goes as a whole
+    expect(done.size).toBe(2);
+    expect(done.hasMany('a', ['1-0', '2-0'])).toEqual([false, false]);
     expect(done.hasMany('b', ['1-0', '2-0'])).toEqual([true, true]);
   });
 
@@ -67,7 +68,9 @@ describe('DoneIds with an order of the ids', () => {
     const done = new DoneIds({ maxSize: 2, clock, order });
     done.addMany('s', ['5', '3'], 1000);
     expect(done.hasMany('s', ['3', '4', '5', '6'])).toEqual([true, false, true, false]);
-    done.addMany('s', ['1'], 1000); // pushes '5' out; 5 stays the greatest id
-    expect(done.hasMany('s', ['1', '3', '5'])).toEqual([true, true, false]);
+    done.addMany('s', ['1'], 1000); // pushes the first batch out; 5 stays the greatest id
+    expect(done.hasMany('s', ['1', '3', '5'])).toEqual([true, false, false]);
+    done.addMany('s', ['4'], 1000, '4');
+    expect(done.hasMany('s', ['4', '6'])).toEqual([true, false]);
   });
 });

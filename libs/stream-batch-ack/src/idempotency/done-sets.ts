@@ -42,6 +42,8 @@ export const doneMaxKey = (keyPrefix: string, scope: string): string =>
 export function compareIds(a: string, b: string): number {
   let da = a.indexOf('-');
   let db = b.indexOf('-');
+  // The usual case, ids of one stream written within a few days: same shape, compare as text.
+  if (da === db && a.length === b.length) return a < b ? -1 : a > b ? 1 : 0;
   if (da < 0) da = a.length;
   if (db < 0) db = b.length;
   const byMs = compareDigits(a, 0, da, b, 0, db);

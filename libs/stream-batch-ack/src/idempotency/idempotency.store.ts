@@ -218,7 +218,9 @@ export class IdempotencyStore {
    */
   async finishOwned(scope: string, ids: readonly string[], ttlMs = this.ttlMs): Promise<void> {
     if (ids.length === 0) return;
-    this.doneIds.addMany(scope, ids, ttlMs);
+    let max = ids[ids.length - 1];
+    for (const id of ids) if (compareIds(id, max) > 0) max = id;
+    this.doneIds.addMany(scope, ids, ttlMs, max);
     const redis = this.redis;
     if (!redis) return;
     const maxKey = this.shortcut(scope) ? doneMaxKey(this.keyPrefix, scope) : null;
@@ -226,9 +228,7 @@ export class IdempotencyStore {
     await Promise.all(
       [...bySlice(ids, all)].flatMap(([slice, group]) =>
         chunks(group, IDS_PER_COMMAND).map((part) => {
-          let max = ids[part[0]];
           const joined = part.map((i) => ids[i]);
-          for (const id of joined) if (compareIds(id, max) > 0) max = id;
           const setKey = doneSetKey(this.keyPrefix, scope, slice);
           return maxKey
             ? redis.sbaIdemMarkDone(2, setKey, maxKey, ttlMs, max, joined.join(','))
