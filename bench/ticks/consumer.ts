@@ -12,7 +12,7 @@
  *   idem-redis:         batch-handler + idempotency { store: 'redis' } (L1 + L2 on the server's
  *                       command connection; records under cfg.idempotencyPrefix).
  *   raw:                no framework: XREADGROUP COUNT n BLOCK 100 + one XACK per batch, on one
- *                       ioredis connection, the next read sent before a batch is handled (the ceiling).
+ *                       ioredis connection (the ceiling).
  *   raw-idem:           raw + the library's IdempotencyStore (L1 + Redis L2, a second connection)
  *                       for the default key: beginOwned(the batch), record, finishOwned, XACK. A
  *                       diagnostic: what idempotency costs without the transport and Nest.
@@ -138,14 +138,8 @@ async function startRaw(cfg: ConsumerConfig, recorder: Recorder): Promise<Stop> 
     ) as Promise<[string, Entry[]][] | null>;
   const scope = `${cfg.group}:${cfg.stream}`;
   const loop = (async () => {
-    // One read ahead: the next XREADGROUP goes out before this batch is handled, so that Redis
-    // and this process work at the same time (as the transport's reader does). At close, the
-    // reply of the read under way is handled too.
-    let next = read();
-    for (;;) {
-      const reply = await next;
-      const last = closing;
-      if (!last) next = read();
+    while (!closing) {
+      const reply = await read();
       for (const [stream, entries] of reply ?? []) {
         const ids = new Array<string>(entries.length);
         if (store) {
@@ -168,10 +162,9 @@ async function startRaw(cfg: ConsumerConfig, recorder: Recorder): Promise<Stop> 
             recorder.record(JSON.parse(fields[1]) as Tick);
           }
         }
-        // One XACK per batch, not awaited.
+        // One XACK per batch, not awaited: it goes out before the next XREADGROUP on the same connection.
         lastAck = redis.call('XACK', stream, cfg.group, ...ids);
       }
-      if (last) break;
     }
   })();
   return async () => {
