@@ -27,7 +27,7 @@ describe('DoneIds (fake clock)', () => {
     done.addMany('s', ['1-0'], 10);
     clock.advance(9);
     expect(done.has('s', '1-0')).toBe(true);
-    expect(done.size).toBe(1);
+    expect(done.size).toBe(2); // two batches held
   });
 
   it('is bounded over every scope: the oldest batches go first', () => {
@@ -72,5 +72,22 @@ describe('DoneIds with an order of the ids', () => {
     expect(done.hasMany('s', ['1', '3', '5'])).toEqual([true, false, false]);
     done.addMany('s', ['4'], 1000, '4');
     expect(done.hasMany('s', ['4', '6'])).toEqual([true, false]);
+  });
+});
+
+describe('DoneIds: batches indexed when first asked about', () => {
+  const order = (a: string, b: string) => Number(a) - Number(b);
+
+  it('an id added again in a newer batch outlives the older batch, indexed or not', () => {
+    const clock = new ManualClock();
+    const done = new DoneIds({ maxSize: 3, clock, order });
+    done.addMany('s', ['1', '2'], 1000);
+    expect(done.has('s', '1')).toBe(true); // indexes the first batch
+    done.addMany('s', ['1'], 1000);
+    done.addMany('s', ['3', '4'], 1000); // pushes the first batch out
+    expect(done.hasMany('s', ['1', '2', '3', '4'])).toEqual([true, false, true, true]);
+    done.addMany('s', ['2'], 1000); // pushes ['1'] out
+    done.addMany('s', ['5'], 1000);
+    expect(done.hasMany('s', ['1', '2', '3', '5'])).toEqual([false, true, false, true]);
   });
 });

@@ -4,7 +4,7 @@ import { Clock, systemClock } from './clock';
 export type IdOrder = (a: string, b: string) => number;
 
 export interface DoneIdsOptions {
-  /** Most ids kept over every scope; the oldest added go first. Default 100_000. */
+  /** Most ids kept over every scope; the oldest batches go first. Default 100_000. */
   maxSize?: number;
   /**
    * With an order of the ids: an id above the greatest one ever added to its scope is known not
@@ -14,34 +14,63 @@ export interface DoneIdsOptions {
   clock?: Pick<Clock, 'now'>;
 }
 
-/** When the ids of one addMany() call expire: shared by them, so that a mark costs no allocation. */
-interface Stamp {
+/** One addMany() call. */
+interface Batch {
+  readonly ids: readonly string[];
   readonly expiresAt: number;
 }
 
-/** One addMany() call, in the order of insertion. */
-interface Added {
-  readonly held: Map<string, Stamp>;
-  readonly ids: readonly string[];
+/** The batches of one scope, oldest first, and the lookup index of the older ones. */
+class Scope {
+  batches: Batch[] = [];
+  head = 0;
+  /** Batches before this position (absolute, counting evicted ones) are in `index`. */
+  indexedUpTo = 0;
+  /** Evicted so far: position of batches[head]. */
+  evicted = 0;
+  readonly index = new Map<string, Batch>();
+  greatest: string | undefined;
+
+  /** Indexes the batches added since the last lookup. */
+  catchUp(): void {
+    const end = this.evicted + (this.batches.length - this.head);
+    for (let pos = Math.max(this.indexedUpTo, this.evicted); pos < end; pos++) {
+      const batch = this.batches[this.head + pos - this.evicted];
+      for (const id of batch.ids) this.index.set(id, batch);
+    }
+    this.indexedUpTo = end;
+  }
+
+  evictOldest(): number {
+    const batch = this.batches[this.head];
+    if (this.evicted < this.indexedUpTo)
+      for (const id of batch.ids) if (this.index.get(id) === batch) this.index.delete(id);
+    this.head++;
+    this.evicted++;
+    if (this.head >= 1024 && this.head * 2 >= this.batches.length) {
+      this.batches = this.batches.slice(this.head);
+      this.head = 0;
+    }
+    return batch.ids.length;
+  }
 }
 
 /**
  * A bounded in-process set of ids that forgets each one after its TTL, grouped by scope (one
- * stream, say): the memory of which entries were handled. The ids are the entries' own strings,
- * so no key is built per id; a mark is one Map insert (its batch shares one expiry), a read is one
- * lookup, and the oldest batches go first when the set is full (no reordering on reads, no node
- * per id). Cheaper than LruCache for marks that are written once and rarely read again.
+ * stream, say): the memory of which entries were handled. It keeps the marked batches as they
+ * come (no work per id) and builds its lookup index only when asked about ids that can be held:
+ * with an order, an id above the greatest one added to its scope is new and needs no lookup, which
+ * is every id of a stream's new entries. The oldest batches go first when the set is full.
  */
 export class DoneIds {
   readonly maxSize: number;
   private readonly clock: Pick<Clock, 'now'>;
   private readonly order: IdOrder | undefined;
-  private readonly scopes = new Map<string, Map<string, Stamp>>();
-  /** With `order`: per scope, the greatest id ever added (kept after the id itself goes). */
-  private readonly greatest = new Map<string, string>();
-  private added: Added[] = [];
-  private head = 0;
-  /** Ids in `added` from `head` on. */
+  private readonly scopes = new Map<string, Scope>();
+  /** The scope of every batch held, oldest first: the order of eviction over all scopes. */
+  private fifo: Scope[] = [];
+  private fifoHead = 0;
+  /** Ids in the batches held. */
   private count = 0;
 
   constructor(options: DoneIdsOptions = {}) {
@@ -50,24 +79,26 @@ export class DoneIds {
     this.order = options.order;
   }
 
-  /** Ids held (expired ones included until they are pushed out). */
+  /** Ids held, over every scope (expired ones included until their batch is pushed out). */
   get size(): number {
-    let n = 0;
-    for (const held of this.scopes.values()) n += held.size;
-    return n;
+    return this.count;
   }
 
   /** For each of `ids` of `scope`: whether it is held and not expired. */
   hasMany(scope: string, ids: readonly string[]): boolean[] {
-    const held = this.scopes.get(scope);
     const out = new Array<boolean>(ids.length).fill(false);
-    if (!held) return out;
-    const now = this.clock.now();
-    const greatest = this.greatest.get(scope);
+    const marks = this.scopes.get(scope);
+    if (!marks) return out;
+    const greatest = marks.greatest;
+    let now: number | undefined;
     for (let i = 0; i < ids.length; i++) {
       if (greatest !== undefined && this.order!(ids[i], greatest) > 0) continue;
-      const stamp = held.get(ids[i]);
-      out[i] = stamp !== undefined && stamp.expiresAt > now;
+      if (now === undefined) {
+        now = this.clock.now();
+        marks.catchUp();
+      }
+      const batch = marks.index.get(ids[i]);
+      out[i] = batch !== undefined && batch.expiresAt > now;
     }
     return out;
   }
@@ -82,44 +113,27 @@ export class DoneIds {
    */
   addMany(scope: string, ids: readonly string[], ttlMs: number, greatest?: string): void {
     if (ids.length === 0) return;
-    let held = this.scopes.get(scope);
-    if (!held) this.scopes.set(scope, (held = new Map()));
-    const stamp: Stamp = { expiresAt: this.clock.now() + ttlMs };
-    for (const id of ids) held.set(id, stamp);
-    this.added.push({ held, ids });
+    let marks = this.scopes.get(scope);
+    if (!marks) this.scopes.set(scope, (marks = new Scope()));
+    marks.batches.push({ ids, expiresAt: this.clock.now() + ttlMs });
+    this.fifo.push(marks);
     this.count += ids.length;
     if (this.order) {
       let top = greatest ?? ids[0];
       if (greatest === undefined) for (const id of ids) if (this.order(id, top) > 0) top = id;
-      const before = this.greatest.get(scope);
-      if (before === undefined || this.order(top, before) > 0) this.greatest.set(scope, top);
+      if (marks.greatest === undefined || this.order(top, marks.greatest) > 0) marks.greatest = top;
     }
-    this.evict();
+    while (this.count > this.maxSize) this.count -= this.fifo[this.fifoHead++].evictOldest();
+    if (this.fifoHead >= 1024 && this.fifoHead * 2 >= this.fifo.length) {
+      this.fifo = this.fifo.slice(this.fifoHead);
+      this.fifoHead = 0;
+    }
   }
 
   clear(): void {
     this.scopes.clear();
-    this.greatest.clear();
-    this.added = [];
-    this.head = 0;
+    this.fifo = [];
+    this.fifoHead = 0;
     this.count = 0;
-  }
-
-  /**
-   * Drops the oldest batches while more than maxSize ids are held. An id added again since is
-   * dropped with its first batch (a shorter memory for it, no lookup per id here).
-   */
-  private evict(): void {
-    if (this.count <= this.maxSize) return;
-    while (this.count > this.maxSize) {
-      const oldest = this.added[this.head++];
-      for (const id of oldest.ids) oldest.held.delete(id);
-      this.count -= oldest.ids.length;
-    }
-    if (this.head >= 1024 && this.head * 2 >= this.added.length) {
-      this.added = this.added.slice(this.head);
-      this.head = 0;
-    }
-    for (const [scope, held] of this.scopes) if (held.size === 0) this.scopes.delete(scope);
   }
 }
