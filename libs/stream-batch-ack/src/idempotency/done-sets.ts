@@ -11,6 +11,8 @@
  */
 export const DONE_SLICE_MS = 100;
 export const DONE_SLICE_SEQS = 100_000;
+/** Digits of the greatest sequence number of a slice's own ms (99,999). */
+const SEQ_DIGITS = String(DONE_SLICE_SEQS - 1).length;
 
 /** The slice of an entry id (`'17000000000'` for `1700000000000-5`), or `'?'` for a malformed one. */
 export function doneSlice(id: string): string {
@@ -78,16 +80,26 @@ function compareDigits(
 /** Indexes of `ids` per slice, in the order the slices first appear. */
 export function bySlice(ids: readonly string[], indexes: readonly number[]): Map<string, number[]> {
   const out = new Map<string, number[]>();
-  let lastSlice = '';
+  // Ids of one ms (`<ms>-`) and a sequence number below DONE_SLICE_SEQS share the last one's slice.
+  let msPrefix = '';
   let last: number[] | undefined;
   for (const i of indexes) {
-    const slice = doneSlice(ids[i]);
-    if (slice !== lastSlice || !last) {
-      last = out.get(slice);
-      if (!last) out.set(slice, (last = []));
-      lastSlice = slice;
+    const id = ids[i];
+    if (
+      last &&
+      msPrefix !== '' &&
+      id.startsWith(msPrefix) &&
+      id.length - msPrefix.length <= SEQ_DIGITS
+    ) {
+      last.push(i);
+      continue;
     }
+    const slice = doneSlice(id);
+    last = out.get(slice);
+    if (!last) out.set(slice, (last = []));
     last.push(i);
+    const dash = id.indexOf('-');
+    msPrefix = dash > 0 && id.length - dash - 1 <= SEQ_DIGITS ? id.slice(0, dash + 1) : '';
   }
   return out;
 }
