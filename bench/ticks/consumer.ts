@@ -5,6 +5,7 @@
  *   per-message, batch: a Nest microservice on ServerRedisStreams with one trivial per-message
  *                       @EventPattern handler; per-message is the same transport with
  *                       ack.batchSize 1 and ack.intervalMs 0 (one XACK per message).
+ *   batch-idem-redis:   batch + idempotency { store: 'redis' } (the per-message handler).
  *   batch-handler:      the same microservice with a batch handler,
  *                       @EventPattern(stream, { batch: true }) taking Tick[] and the batch context.
  *   idem-memory:        batch-handler + the server option idempotency { store: 'memory' }.
@@ -12,9 +13,9 @@
  *                       command connection; records under cfg.idempotencyPrefix).
  *   raw:                no framework: XREADGROUP COUNT n BLOCK 100 + one XACK per batch, on one
  *                       ioredis connection (the ceiling).
- *   raw-idem:           raw + the library's IdempotencyStore (L1 + Redis L2, a second connection):
- *                       begin(keys of the batch), record, finish, XACK. A diagnostic: what the
- *                       idempotency round trips cost without the transport and Nest.
+ *   raw-idem:           raw + the library's IdempotencyStore (L1 + Redis L2, a second connection)
+ *                       for the default key: beginOwned(the batch), record, finishOwned, XACK. A
+ *                       diagnostic: what idempotency costs without the transport and Nest.
  * Sends { ready }, then { done } once every expected message was handled; on { stop } it shuts
  * down (the transport flushes its acks) and sends { consumer-result }.
  * With cfg.cpuProfile, the V8 CPU profile of the measured window (first to last measured message)
@@ -65,7 +66,7 @@ function batchController(stream: string, recorder: Recorder) {
 type Stop = () => Promise<ConsumerResult['server'] | undefined>;
 
 async function startTransport(cfg: ConsumerConfig, recorder: Recorder): Promise<Stop> {
-  const batchHandler = cfg.variant !== 'per-message' && cfg.variant !== 'batch';
+  const batchHandler = !['per-message', 'batch', 'batch-idem-redis'].includes(cfg.variant);
   const controller = batchHandler
     ? batchController(cfg.stream, recorder)
     : perMessageController(cfg.stream, recorder);
@@ -84,7 +85,7 @@ async function startTransport(cfg: ConsumerConfig, recorder: Recorder): Promise<
   };
   // The library's defaults otherwise (ttlMs 60 s, lockMs 30 s, L1 maxSize 100,000).
   if (cfg.variant === 'idem-memory') options.idempotency = { store: 'memory' };
-  if (cfg.variant === 'idem-redis')
+  if (cfg.variant === 'idem-redis' || cfg.variant === 'batch-idem-redis')
     options.idempotency = { store: 'redis', keyPrefix: cfg.idempotencyPrefix };
   const server = new ServerRedisStreams(options);
   const app = await NestFactory.createMicroservice(TicksModule, {
@@ -121,37 +122,39 @@ async function startRaw(cfg: ConsumerConfig, recorder: Recorder): Promise<Stop> 
   }
   let closing = false;
   let lastAck: Promise<unknown> = Promise.resolve();
+  const read = () =>
+    redis.call(
+      'XREADGROUP',
+      'GROUP',
+      cfg.group,
+      'raw',
+      'COUNT',
+      cfg.readCount,
+      'BLOCK',
+      100,
+      'STREAMS',
+      cfg.stream,
+      '>',
+    ) as Promise<[string, Entry[]][] | null>;
+  const scope = `${cfg.group}:${cfg.stream}`;
   const loop = (async () => {
     while (!closing) {
-      const reply = (await redis.call(
-        'XREADGROUP',
-        'GROUP',
-        cfg.group,
-        'raw',
-        'COUNT',
-        cfg.readCount,
-        'BLOCK',
-        100,
-        'STREAMS',
-        cfg.stream,
-        '>',
-      )) as [string, Entry[]][] | null;
-      if (!reply) continue;
-      for (const [stream, entries] of reply) {
+      const reply = await read();
+      for (const [stream, entries] of reply ?? []) {
         const ids = new Array<string>(entries.length);
         if (store) {
-          // The transport's default key: group, stream and entry id.
-          const keys = entries.map(([id]) => `${cfg.group}:${stream}:${id}`);
-          const { token, states } = await store.begin(keys);
+          // The transport's default key: the entry (stream and id), one owner at a time.
+          const owned = entries.map(([id]) => ({ id, deliveries: 1 }));
+          const { states } = await store.beginOwned(scope, owned);
           const done: string[] = [];
           for (let i = 0; i < entries.length; i++) {
             const [id, fields] = entries[i];
             ids[i] = id;
             if (states[i] !== 'acquired') continue;
             recorder.record(JSON.parse(fields[1]) as Tick);
-            done.push(keys[i]);
+            done.push(id);
           }
-          await store.finish(token, done, []);
+          await store.finishOwned(scope, done);
         } else {
           for (let i = 0; i < entries.length; i++) {
             const [id, fields] = entries[i];

@@ -7,6 +7,7 @@
  *             max:   --messages written as fast as possible while the consumer reads
  *   variants  per-message:   ServerRedisStreams, per-message handler, ack.batchSize 1, ack.intervalMs 0
  *             batch:         ServerRedisStreams, per-message handler, ack.batchSize --batch-size, ack.intervalMs --interval
+ *             batch-idem-redis: batch + idempotency { store: 'redis' } (L1 LRU + Redis L2)
  *             batch-handler: ServerRedisStreams, batch handler (@EventPattern(stream, { batch: true })), batched acks
  *             idem-memory:   batch-handler + idempotency { store: 'memory' } (L1 LRU)
  *             idem-redis:    batch-handler + idempotency { store: 'redis' } (L1 LRU + Redis L2)
@@ -16,7 +17,7 @@
  *
  *   --modes fixed,drain        (default; max is also available)
  *   --variants a,b,...         the same variants for every mode; default per mode:
- *                              drain and max: batch-handler,idem-memory,idem-redis,raw
+ *                              drain and max: batch,batch-idem-redis,batch-handler,idem-memory,idem-redis,raw
  *                              fixed:         batch-handler,idem-redis,raw
  *   --repeat 1 (runs of each row; the tables then add the median of each variant, the targets use medians)
  *   --rate 10000   --duration 30 (seconds)   --messages 200000   --warmup 2 (seconds at --rate)
@@ -93,8 +94,8 @@ export interface TicksBenchOptions {
 
 /** The rows the targets need (see TARGETS), per mode. */
 export const DEFAULT_VARIANTS: Record<Mode, readonly Variant[]> = {
-  drain: ['batch-handler', 'idem-memory', 'idem-redis', 'raw'],
-  max: ['batch-handler', 'idem-memory', 'idem-redis', 'raw'],
+  drain: ['batch', 'batch-idem-redis', 'batch-handler', 'idem-memory', 'idem-redis', 'raw'],
+  max: ['batch', 'batch-idem-redis', 'batch-handler', 'idem-memory', 'idem-redis', 'raw'],
   fixed: ['batch-handler', 'idem-redis', 'raw'],
 };
 
@@ -135,6 +136,14 @@ export interface Row {
   ofRaw?: number;
   /** Idempotent variants: cpuMsPer100k / their plain variant's (PLAIN_OF) of the same mode and run. */
   cpuVsPlain?: number;
+  /**
+   * drain: CPU time of the redis-server process (INFO CPU, user + system) from the consumer's
+   * start to its stop, per message sent: µs per message = s per 1M. Undefined in the other modes
+   * (the producer writes meanwhile) and with --redis-url.
+   */
+  redisCpuUsPerMsg?: number;
+  /** drain: redisCpuUsPerMsg / the raw row's of the same run. */
+  redisCpuVsRaw?: number;
   p50: number;
   p99: number;
   max: number;
@@ -327,11 +336,13 @@ async function commandStats(redis: Redis): Promise<CommandStats> {
 }
 
 /**
- * Commands that only the idempotency scripts run here. Redis counts the commands a script calls
- * in their own commandstats too (and their time in the script's): when scripts ran, these are
- * reported as `lua:<command>` and left out of the sums of commands sent and of Redis time.
+ * Commands that only the idempotency scripts run here (the default key's mark script: SADD,
+ * PEXPIRE, SET; the GET of the greatest done id is the consumer's own). Redis counts the commands
+ * a script calls in their own commandstats too (and their time in the script's): when scripts
+ * ran, these are reported as `lua:<command>` and left out of the sums of commands sent and of
+ * Redis time.
  */
-const SCRIPT_INNER = new Set(['get', 'set', 'pttl', 'del']);
+const SCRIPT_INNER = new Set(['set', 'pttl', 'del', 'sadd', 'pexpire']);
 
 function diffStats(after: CommandStats, before: CommandStats): CommandStats {
   const out: CommandStats = {};
@@ -345,6 +356,12 @@ function diffStats(after: CommandStats, before: CommandStats): CommandStats {
       };
   }
   return out;
+}
+
+/** CPU time of the redis-server process so far (INFO CPU: user + system, all threads), µs. */
+async function redisCpuUs(redis: Redis): Promise<number> {
+  const info = parseInfo(await redis.info('cpu'));
+  return (Number(info.used_cpu_user) + Number(info.used_cpu_sys)) * 1e6;
 }
 
 /** The commands a client sent (not those a script ran). */
@@ -429,6 +446,7 @@ async function runOne(
     let c: Child;
     let complete: boolean;
     let cpuBefore: ReturnType<typeof snapshotOtherCpu> = null;
+    let redisCpuBefore: number | undefined;
     let cpuAfter: ReturnType<typeof snapshotOtherCpu> = null;
     const completion = (done: Promise<unknown>) =>
       done.then(
@@ -447,6 +465,7 @@ async function runOne(
       p = (await produced).result;
       await prod.exited;
       cpuBefore = snapshotOtherCpu();
+      if (!o.redisUrl) redisCpuBefore = await redisCpuUs(redis);
       c = await startConsumer();
       complete = await completion(c.waitFor('done', doneTimeoutMs));
       cpuAfter = snapshotOtherCpu();
@@ -466,6 +485,8 @@ async function runOne(
     c.send({ type: 'stop' });
     const result: ConsumerResult = (await resultMsg).result;
     await Promise.all([c.exited, producer?.exited]);
+    const redisCpu =
+      redisCpuBefore === undefined ? undefined : (await redisCpuUs(redis)) - redisCpuBefore;
     const stats = diffStats(await commandStats(redis), before);
     const pendingAfter = Number(
       ((await redis.call('XPENDING', stream, group)) as [number, ...unknown[]])[0],
@@ -498,6 +519,7 @@ async function runOne(
       cmdsPerMsg: all / sent,
       consumerCmdsPerMsg: (all - calls('xadd')) / sent,
       redisMsPer100k: (consumerUsec / 1000 / sent) * 100_000,
+      redisCpuUsPerMsg: redisCpu === undefined ? undefined : redisCpu / sent,
       commands: Object.fromEntries(Object.entries(stats).map(([k, v]) => [k, v.calls])),
       commandUsec: Object.fromEntries(Object.entries(stats).map(([k, v]) => [k, v.usec])),
       peakRssMb: result.peakRssMb,
@@ -531,6 +553,7 @@ async function runOne(
 const LABEL: Record<Variant, string> = {
   'per-message': 'transport, per-message ack (batchSize 1)',
   batch: 'transport, per-message handler, batch ack',
+  'batch-idem-redis': 'per-message handler + idempotency (L1 + Redis L2)',
   'batch-handler': 'transport, batch handler',
   'idem-memory': 'batch handler + idempotency (memory L1)',
   'idem-redis': 'batch handler + idempotency (L1 + Redis L2)',
@@ -581,6 +604,11 @@ export function columns(o: TicksBenchOptions): Column<Row>[] {
       value: (r) => (r.cpuVsPlain === undefined ? null : `${r.cpuVsPlain.toFixed(2)}x`),
     },
     { header: 'Redis ms/100k', value: (r) => r.redisMsPer100k, digits: 0 },
+    { header: 'Redis CPU s/1M', value: (r) => r.redisCpuUsPerMsg ?? null, digits: 2 },
+    {
+      header: 'Redis CPU vs raw',
+      value: (r) => (r.redisCpuVsRaw === undefined ? null : `${r.redisCpuVsRaw.toFixed(2)}x`),
+    },
     { header: 'avg batch', value: (r) => r.avgBatch ?? null, digits: 0 },
     { header: 'peak RSS MB', value: (r) => r.peakRssMb, digits: 0 },
     {
@@ -641,6 +669,8 @@ export function medianRows(rows: Row[]): Row[] {
       producerMsgsPerSec: m((r) => r.producerMsgsPerSec)!,
       ofRaw: m((r) => r.ofRaw),
       cpuVsPlain: m((r) => r.cpuVsPlain),
+      redisCpuUsPerMsg: m((r) => r.redisCpuUsPerMsg),
+      redisCpuVsRaw: m((r) => r.redisCpuVsRaw),
       p50: m((r) => r.p50)!,
       p99: m((r) => r.p99)!,
       max: m((r) => r.max)!,
@@ -671,6 +701,8 @@ export function relate(runRows: Row[]): void {
   const raw = runRows.find((r) => r.variant === 'raw');
   for (const r of runRows) {
     if (r.mode !== 'fixed' && raw) r.ofRaw = r.msgsPerSec / raw.msgsPerSec;
+    if (raw?.redisCpuUsPerMsg && r.redisCpuUsPerMsg !== undefined)
+      r.redisCpuVsRaw = r.redisCpuUsPerMsg / raw.redisCpuUsPerMsg;
     const plain = runRows.find(
       (p) =>
         p.variant === PLAIN_OF[r.variant] && (p.otel === r.otel || p.variant.startsWith('raw')),
@@ -743,7 +775,29 @@ export function evaluateTargets(rows: Row[], o: TicksBenchOptions): TargetResult
     });
   };
   ofRawTarget('batch-handler', 'plain batch handler', 0.85);
+  ofRawTarget('idem-memory', 'batch handler + idempotency (memory L1)', 0.85);
   ofRawTarget('idem-redis', 'batch handler + idempotency (L1 + L2)', 0.6);
+  ofRawTarget('batch', 'per-message handler', 0.75);
+  ofRawTarget('batch-idem-redis', 'per-message handler + idempotency (L1 + L2)', 0.5);
+  {
+    const target = `${drain}, batch handler + idempotency (L1 + L2): Redis CPU per message <= 2.5x the raw loop's`;
+    const { used, note } = runsOf('drain', 'idem-redis', 'raw');
+    const measured = used.filter(
+      (x) => x.lib.redisCpuUsPerMsg !== undefined && x.other.redisCpuUsPerMsg !== undefined,
+    );
+    if (measured.length === 0) notRun(target);
+    else {
+      const ratios = measured.map((x) => x.lib.redisCpuUsPerMsg! / x.other.redisCpuUsPerMsg!);
+      const m = median(ratios);
+      const perM = (xs: number[]) => `${fmt(median(xs), 2)} s per 1M`;
+      out.push({
+        target,
+        measured: `${perM(measured.map((x) => x.lib.redisCpuUsPerMsg!))} = ${m.toFixed(2)}x${perRun(ratios, (x) => `${x.toFixed(2)}x`)}${note}`,
+        raw: perM(measured.map((x) => x.other.redisCpuUsPerMsg!)),
+        verdict: m <= 2.5 ? 'met' : 'NOT MET',
+      });
+    }
+  }
 
   const fixed = `${fmt(o.rate)} msgs/s for ${o.durationS} s, idempotency (L1 + L2)`;
   const againstRaw = runsOf('fixed', 'idem-redis', 'raw');
@@ -824,7 +878,9 @@ const LEGEND = [
   'INFO commandstats, over every message sent (warm-up included). CPU ms/100k: consumer user + system',
   'CPU per 100,000 measured messages. CPU vs plain: this row / the batch handler row of the same run',
   "(raw-idem: / the raw row). Redis ms/100k: time Redis spent executing the consumer's commands",
-  '(commandstats usec, XADD excluded). avg batch: entries per handler call (server.metrics()).',
+  '(commandstats usec, XADD excluded). Redis CPU s/1M (drain): CPU time of the redis-server process',
+  "(INFO CPU, user + system) from the consumer's start to its stop, per 1M messages; vs raw: / the",
+  "raw row's of the same run. avg batch: entries per handler call (server.metrics()).",
   "others' CPU: CPU used by processes outside the benchmark during the row (100 % = one core of 2):",
   'above a few % the row shared the machine and its throughput and tails are not this code alone.',
   'check: every message handled exactly once, none pending, none failed or skipped.',

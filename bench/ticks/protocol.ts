@@ -7,6 +7,7 @@
  * The consumer:
  *   per-message    transport, per-message handler, one XACK per message (ack.batchSize 1)
  *   batch          transport, per-message handler, batched XACKs
+ *   batch-idem-redis  batch + transport idempotency, store 'redis' (L1 LRU + Redis L2)
  *   batch-handler  transport, batch handler (`@EventPattern(stream, { batch: true })`), batched XACKs
  *   idem-memory    batch-handler + transport idempotency, store 'memory' (L1 LRU)
  *   idem-redis     batch-handler + transport idempotency, store 'redis' (L1 LRU + Redis L2)
@@ -15,7 +16,14 @@
  *                  diagnostic of what the idempotency round trips cost without the transport
  */
 export type Variant =
-  'per-message' | 'batch' | 'batch-handler' | 'idem-memory' | 'idem-redis' | 'raw' | 'raw-idem';
+  | 'per-message'
+  | 'batch'
+  | 'batch-idem-redis'
+  | 'batch-handler'
+  | 'idem-memory'
+  | 'idem-redis'
+  | 'raw'
+  | 'raw-idem';
 /**
  * fixed: a steady rate for a duration, producer and consumer together;
  * max:   a number of messages written as fast as possible while the consumer reads;
@@ -30,6 +38,7 @@ export const OTEL_MODES: readonly OtelMode[] = ['none', 'api', 'sdk', 'sdk-metri
 export const VARIANTS: readonly Variant[] = [
   'per-message',
   'batch',
+  'batch-idem-redis',
   'batch-handler',
   'idem-memory',
   'idem-redis',
@@ -40,6 +49,7 @@ export const MODES: readonly Mode[] = ['fixed', 'max', 'drain'];
 
 /** The idempotent variants, each with the variant whose CPU it is compared with ("CPU vs plain"). */
 export const PLAIN_OF: Partial<Record<Variant, Variant>> = {
+  'batch-idem-redis': 'batch',
   'idem-memory': 'batch-handler',
   'idem-redis': 'batch-handler',
   'raw-idem': 'raw',

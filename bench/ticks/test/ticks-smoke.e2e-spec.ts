@@ -40,6 +40,8 @@ describe('bench:ticks smoke run', () => {
   it('runs the default rows of each mode, each message handled once and acked', () => {
     const got = report.rows.map((r) => `${r.mode}/${r.variant}`);
     expect(got).toEqual([
+      'drain/batch',
+      'drain/batch-idem-redis',
       'drain/batch-handler',
       'drain/idem-memory',
       'drain/idem-redis',
@@ -59,22 +61,30 @@ describe('bench:ticks smoke run', () => {
     }
   });
 
-  it('relates the rows: % of raw on drain rows, CPU vs plain on idempotency rows', () => {
-    for (const r of report.rows.filter((x) => x.mode === 'drain'))
+  it('relates the rows: % of raw and Redis CPU on drain rows, CPU vs plain on idempotency rows', () => {
+    for (const r of report.rows.filter((x) => x.mode === 'drain')) {
       expect(r.ofRaw).toBeGreaterThan(0);
-    for (const r of report.rows.filter((x) => x.variant.startsWith('idem-')))
+      expect(r.redisCpuUsPerMsg).toBeGreaterThan(0);
+      expect(r.redisCpuVsRaw).toBeGreaterThan(0);
+    }
+    for (const r of report.rows.filter((x) => x.mode !== 'drain'))
+      expect(r.redisCpuUsPerMsg).toBeUndefined();
+    for (const r of report.rows.filter((x) => x.variant.includes('idem-')))
       expect(r.cpuVsPlain).toBeGreaterThan(0);
-    // One idempotency script call before and one after each handled batch.
-    for (const r of report.rows.filter((x) => x.variant === 'idem-redis'))
-      expect(r.commands.evalsha ?? 0).toBeGreaterThanOrEqual(2);
+    // Default key: one GET before each handled batch, one script call after it.
+    for (const r of report.rows.filter((x) => x.variant.endsWith('idem-redis'))) {
+      expect(r.commands.get ?? 0).toBeGreaterThanOrEqual(1);
+      expect((r.commands.evalsha ?? 0) + (r.commands.eval ?? 0)).toBeGreaterThanOrEqual(1);
+    }
     const table = renderTable(columns(options), report.rows);
     expect(table).toContain('% of raw');
     expect(table).toContain('CPU vs plain');
     expect(table).toContain('CPU ms/100k');
+    expect(table).toContain('Redis CPU s/1M');
   });
 
   it('prints the targets table with a verdict for each target', () => {
-    expect(report.targets).toHaveLength(6);
+    expect(report.targets).toHaveLength(10);
     for (const t of report.targets) expect(['met', 'NOT MET']).toContain(t.verdict);
     const out = lines.join('\n');
     expect(out).toContain('## targets');

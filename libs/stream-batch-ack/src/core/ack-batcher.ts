@@ -134,7 +134,8 @@ export class AckBatcher {
     q.set.add(id);
     if (q.ids.length >= this.batchSize && !q.flushing && q.retryAt <= this.clock.now()) {
       void this.flushStream(stream, q, false);
-    } else {
+    } else if (q.ids.length === 1 || this.timer === null) {
+      // A queue falls due by its oldest id (or its retry time): later ids do not move the timer.
       this.schedule();
     }
     return true;

@@ -75,6 +75,21 @@ export function decodeEntry(
   flat: readonly string[] | null | undefined,
   options: DecodeOptions = {},
 ): DecodedEntry {
+  // The common entry, ClientRedisStreams' `data` alone: no field checks.
+  if (flat?.length === 2 && flat[0] === DATA_FIELD) {
+    const fields: Record<string, string> = { [DATA_FIELD]: flat[1] };
+    try {
+      return { ok: true, payload: JSON.parse(flat[1]), fields, headers: NO_HEADERS };
+    } catch (err) {
+      const detail = err instanceof Error ? err.message : String(err);
+      return {
+        ok: false,
+        error: `"data" is not valid JSON (${detail})`,
+        fields,
+        headers: NO_HEADERS,
+      };
+    }
+  }
   const fields = fieldsToObject(flat);
   if (fields[DATA_FIELD] === undefined || !Object.keys(fields).every((f) => OWN_FIELDS.has(f)))
     return { ok: true, payload: fields, fields, headers: NO_HEADERS };

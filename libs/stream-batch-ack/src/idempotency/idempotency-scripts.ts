@@ -41,6 +41,38 @@ return 0
 `;
 
 /**
+ * idem-done-2: marks entry ids done (the default key, see done-sets.ts).
+ *   KEYS[1]  the done set of one slice of ids   KEYS[2] (optional) the scope's greatest done id
+ *   ARGV[1]  ttlMs   ARGV[2] the greatest of the ids   ARGV[3] the ids, joined by commas
+ * The ids travel as one argument: a client spends far less on one string than on 500 arguments.
+ * The set and the greatest id then expire ttlMs after the last mark.
+ */
+export const IDEMPOTENCY_MARK_DONE_LUA = `
+local ids = {}
+for id in string.gmatch(ARGV[3], '[^,]+') do ids[#ids + 1] = id end
+for i = 1, #ids, 4000 do
+  redis.call('SADD', KEYS[1], unpack(ids, i, math.min(i + 3999, #ids)))
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+if KEYS[2] then
+  local function digits(a, b)
+    if #a ~= #b then return #a < #b end
+    return a < b
+  end
+  local function less(a, b)
+    local am, as = string.match(a, '^(%d+)%-?(%d*)$')
+    local bm, bs = string.match(b, '^(%d+)%-?(%d*)$')
+    if not am or not bm then return not am end
+    if am ~= bm then return digits(am, bm) end
+    return digits(as == '' and '0' or as, bs == '' and '0' or bs)
+  end
+  local old = redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[1], 'GET')
+  if old and less(ARGV[2], old) then redis.call('SET', KEYS[2], old, 'PX', ARGV[1]) end
+end
+return 0
+`;
+
+/**
  * A Lua function to paste at the top of your own script, to make an effect stored in Redis and
  * its "done" mark one atomic step:
  *

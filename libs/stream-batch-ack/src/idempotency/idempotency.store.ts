@@ -1,8 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
+import { DoneIds } from '../core/done-ids';
 import { LruCache } from '../core/lru-cache';
 import { keySlot } from '../redis/keys';
-import { IDEMPOTENCY_BEGIN_LUA, IDEMPOTENCY_FINISH_LUA } from './idempotency-scripts';
+import { bySlice, compareIds, doneMaxKey, doneSetKey } from './done-sets';
+import {
+  IDEMPOTENCY_BEGIN_LUA,
+  IDEMPOTENCY_FINISH_LUA,
+  IDEMPOTENCY_MARK_DONE_LUA,
+} from './idempotency-scripts';
 
 export type IdempotencyState = 'acquired' | 'processing' | 'done';
 
@@ -28,12 +34,22 @@ export interface BeginResult {
   lockLeftMs: (number | undefined)[];
 }
 
+/** An entry under the default key (see beginOwned). */
+export interface OwnedEntry {
+  id: string;
+  /** 1 = first delivery. */
+  deliveries: number;
+}
+
 type Scripted = (Redis | Cluster) & {
   sbaIdemBegin(...args: (string | number)[]): Promise<number[]>;
   sbaIdemFinish(...args: (string | number)[]): Promise<number>;
+  sbaIdemMarkDone(...args: (string | number)[]): Promise<number>;
 };
 
 const DONE = 'done';
+/** Ids per SADD or SMISMEMBER (a read batch is usually far smaller). */
+const IDS_PER_COMMAND = 5000;
 /** Tokens of an L1-only store need only be unique within the process. */
 let localTokens = 0;
 
@@ -48,14 +64,19 @@ export class IdempotencyStore {
   readonly ttlMs: number;
   readonly lockMs: number;
   private readonly l1: LruCache<string>;
+  /** L1 of the default-key entries (beginOwned): done ids per stream. */
+  private readonly doneIds: DoneIds;
   private readonly redis: Scripted | null;
   private readonly cluster: boolean;
+  /** Per scope: see shortcut(). */
+  private readonly sameSlot = new Map<string, boolean>();
 
   constructor(options: IdempotencyStoreOptions = {}) {
     this.keyPrefix = options.keyPrefix ?? 'sba:idem:';
     this.ttlMs = options.ttlMs ?? 60_000;
     this.lockMs = options.lockMs ?? 30_000;
     this.l1 = new LruCache<string>({ maxSize: options.maxSize ?? 100_000, ttlMs: this.ttlMs });
+    this.doneIds = new DoneIds({ maxSize: options.maxSize ?? 100_000, order: compareIds });
     const redis = options.redis ?? null;
     if (redis) {
       const scripted = redis as unknown as Partial<Scripted>;
@@ -63,6 +84,8 @@ export class IdempotencyStore {
         redis.defineCommand('sbaIdemBegin', { lua: IDEMPOTENCY_BEGIN_LUA });
       if (!scripted.sbaIdemFinish)
         redis.defineCommand('sbaIdemFinish', { lua: IDEMPOTENCY_FINISH_LUA });
+      if (!scripted.sbaIdemMarkDone)
+        redis.defineCommand('sbaIdemMarkDone', { lua: IDEMPOTENCY_MARK_DONE_LUA });
     }
     this.redis = redis as unknown as Scripted | null;
     this.cluster = !!redis && (redis as { isCluster?: boolean }).isCluster === true;
@@ -149,9 +172,132 @@ export class IdempotencyStore {
     );
   }
 
+  /**
+   * `begin` for entries of one stream under the default key (`<scope>:<id>`, scope
+   * `<group>:<stream>`), which one run holds at a time without a mark of ours: the pending entries
+   * list gives an entry to one consumer, the claim heartbeat keeps it there while its handler
+   * runs, and a process runs an id once at a time. So nothing is written here: L1, then L2 only
+   * where a done mark can exist. A first delivery above the scope's greatest done id (one small
+   * GET per batch) is new; below it (the consumer group was created again at an earlier id) and
+   * for redeliveries, one look into the done sets per slice of ids, and one into the records that
+   * an effect script marked done (`IDEMPOTENT_EFFECT_LUA`) or that another run holds in progress
+   * (`begin`'s token: counted as in progress).
+   */
+  async beginOwned(scope: string, entries: readonly OwnedEntry[]): Promise<BeginResult> {
+    const ids = entries.map((e) => e.id);
+    const states: IdempotencyState[] = new Array(ids.length);
+    const token = this.redis ? `p:${randomUUID()}` : `p:${++localTokens}`;
+    const lockLeftMs: (number | undefined)[] = [];
+    const known = this.doneIds.hasMany(scope, ids);
+    const fresh: number[] = [];
+    const again: number[] = [];
+    for (let i = 0; i < ids.length; i++) {
+      if (known[i]) states[i] = 'done';
+      else if (!this.redis) states[i] = 'acquired';
+      else if (entries[i].deliveries > 1) again.push(i);
+      else fresh.push(i);
+    }
+    if (fresh.length + again.length === 0) return { token, states, doneInL2: 0, lockLeftMs };
+    const maxKey = this.shortcut(scope) ? doneMaxKey(this.keyPrefix, scope) : null;
+    if (fresh.length > 0 && maxKey) {
+      const max = await this.redis!.get(maxKey);
+      for (const i of fresh) {
+        if (max !== null && compareIds(ids[i], max) <= 0) again.push(i);
+        else states[i] = 'acquired';
+      }
+    } else again.push(...fresh);
+    if (again.length === 0) return { token, states, doneInL2: 0, lockLeftMs };
+    const doneInL2 = await this.lookUp(scope, ids, again, states);
+    return { token, states, doneInL2, lockLeftMs };
+  }
+
+  /**
+   * `finish` for the entries of `beginOwned`: marks `ids` done in L1 and in L2 (one script call
+   * per slice of ids: they join the slice's set, which then expires `ttlMs` after its last mark,
+   * and the scope's greatest done id). Failed entries need nothing: no mark was written for them.
+   */
+  async finishOwned(scope: string, ids: readonly string[], ttlMs = this.ttlMs): Promise<void> {
+    if (ids.length === 0) return;
+    let max = ids[ids.length - 1];
+    for (const id of ids) if (compareIds(id, max) > 0) max = id;
+    this.doneIds.addMany(scope, ids, ttlMs, max);
+    const redis = this.redis;
+    if (!redis) return;
+    const maxKey = this.shortcut(scope) ? doneMaxKey(this.keyPrefix, scope) : null;
+    const all = ids.map((_, i) => i);
+    await Promise.all(
+      [...bySlice(ids, all)].flatMap(([slice, group]) =>
+        chunks(group, IDS_PER_COMMAND).map((part) => {
+          const joined = part.map((i) => ids[i]);
+          const setKey = doneSetKey(this.keyPrefix, scope, slice);
+          return maxKey
+            ? redis.sbaIdemMarkDone(2, setKey, maxKey, ttlMs, max, joined.join(','))
+            : redis.sbaIdemMarkDone(1, setKey, ttlMs, max, joined.join(','));
+        }),
+      ),
+    );
+  }
+
+  /** The done sets and the records of `ask` (indexes of `ids`); sets their states, returns how many are done. */
+  private async lookUp(
+    scope: string,
+    ids: readonly string[],
+    ask: number[],
+    states: IdempotencyState[],
+  ): Promise<number> {
+    const redis = this.redis!;
+    const inSets = new Array<boolean>(ids.length);
+    const records = new Array<string | null>(ids.length);
+    const keys = ids.map((id) => `${scope}:${id}`);
+    await Promise.all([
+      ...[...bySlice(ids, ask)].flatMap(([slice, group]) =>
+        chunks(group, IDS_PER_COMMAND).map(async (part) => {
+          const found = await redis.smismember(
+            doneSetKey(this.keyPrefix, scope, slice),
+            ...part.map((i) => ids[i]),
+          );
+          part.forEach((i, n) => (inSets[i] = Number(found[n]) === 1));
+        }),
+      ),
+      ...this.bySlot(ask, keys).map(async (group) => {
+        const values = await redis.mget(...group.map((i) => this.record(keys[i])));
+        group.forEach((i, n) => (records[i] = values[n]));
+      }),
+    ]);
+    const done: string[] = [];
+    for (const i of ask) {
+      const record = records[i];
+      if (inSets[i] || record === DONE) {
+        states[i] = 'done';
+        done.push(ids[i]);
+      } else states[i] = record ? 'processing' : 'acquired';
+    }
+    if (done.length > 0) this.doneIds.addMany(scope, done, this.ttlMs);
+    return done.length;
+  }
+
+  /**
+   * Whether the scope's greatest done id can be written with its done sets in one script: always
+   * on a single Redis; on a Cluster when the keys of the scope share a hash slot (a hash tag in
+   * the stream's name or in keyPrefix). Otherwise every batch looks into the sets.
+   */
+  private shortcut(scope: string): boolean {
+    if (!this.cluster) return true;
+    let same = this.sameSlot.get(scope);
+    if (same === undefined) {
+      const slot = keySlot(doneMaxKey(this.keyPrefix, scope));
+      same = ['0', '1', '2'].every(
+        (slice) => keySlot(doneSetKey(this.keyPrefix, scope, slice)) === slot,
+      );
+      this.sameSlot.set(scope, same);
+    }
+    return same;
+  }
+
   /** Forgets everything this process remembers (L1). */
   clearLocal(): void {
     this.l1.clear();
+    this.doneIds.clear();
   }
 
   private bySlot(indexes: number[], keys: readonly string[]): number[][] {
@@ -165,4 +311,11 @@ export class IdempotencyStore {
     }
     return [...groups.values()];
   }
+}
+
+function chunks<T>(items: T[], size: number): T[][] {
+  if (items.length <= size) return [items];
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
 }

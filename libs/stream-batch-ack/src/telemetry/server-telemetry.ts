@@ -371,6 +371,11 @@ export class ServerTelemetry {
 
   // ------------------------------------------------------------------ handler calls
 
+  /** Whether `process()` records anything: instruments (a MeterProvider) or spans (a TracerProvider). */
+  get recordsCalls(): boolean {
+    return this.m !== null || !!this.probe?.activeTracer();
+  }
+
   /**
    * Runs one handler call: measures `messaging.process.duration` and, while a TracerProvider is
    * registered, runs it inside a CONSUMER span `process <stream>`: the producer's span is its

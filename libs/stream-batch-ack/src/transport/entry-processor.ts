@@ -84,24 +84,27 @@ export interface ProcessorDeps {
 
 /** How one entry's run ended. */
 interface Outcome {
-  error?: unknown;
+  readonly error?: unknown;
   /** Succeeded, but the handler asked to leave the entry pending. */
-  skipAck?: boolean;
+  readonly skipAck?: boolean;
   /** A request whose error was sent back to the caller: acknowledged, not retried. */
-  answered?: boolean;
+  readonly answered?: boolean;
   /**
    * Ordered batch: an entry after a failed one of its key. Neither acknowledged nor retried: it
    * runs again after the failed one.
    */
-  heldBack?: boolean;
+  readonly heldBack?: boolean;
   /** Ordered partition given up before the handler started: left pending for the next owner. */
-  notRun?: boolean;
+  readonly notRun?: boolean;
 }
+const SUCCEEDED: Outcome = Object.freeze({});
+const ACK_SKIPPED: Outcome = Object.freeze({ skipAck: true });
 
 /** The error recorded (for the idempotency marks) for an entry held back behind a failed one. */
 const HELD_BACK = new Error('held back behind a failed entry of its key');
 /** The error recorded (for the idempotency marks) for an entry of a partition given up before it ran. */
 const NOT_OWNED = new Error('the partition moved to another consumer before the entry ran');
+const NOT_RUN: Outcome = Object.freeze({ error: NOT_OWNED, notRun: true });
 
 /** An entry that decoded well and is about to run. */
 interface Job {
@@ -292,7 +295,7 @@ export class EntryProcessor {
       // Per-entry handlers without idempotency: each entry is acknowledged as soon as it is done.
       else
         await Promise.all(
-          jobs.map(async (job) => this.settle(route, [job], [await this.runOne(route, job)])),
+          jobs.map((job) => this.runOne(route, job).then((o) => this.settleOne(route, job, o))),
         );
       return;
     }
@@ -300,12 +303,20 @@ export class EntryProcessor {
     // Checked before the delivery limit: an entry that was handled (done) is acknowledged, and one
     // that another consumer is handling (in progress) is left to it, however often it was delivered.
     const jobs = decoded;
+    // The default key is the entry, which the pending entries list gives to one run at a time:
+    // no in-progress mark, one done mark per entry (a set per stream and slice of ids).
+    const scope = idem.key ? undefined : `${this.deps.group}:${route.stream}`;
     let begun;
     try {
-      begun = await store.begin(
-        jobs.map((j) => j.key!),
-        idem.lockMs,
-      );
+      begun = scope
+        ? await store.beginOwned(
+            scope,
+            jobs.map((j) => j.entry),
+          )
+        : await store.begin(
+            jobs.map((j) => j.key!),
+            idem.lockMs,
+          );
     } catch (err) {
       this.deps.logger.error(
         `Idempotency check of ${jobs.length} entr${jobs.length === 1 ? 'y' : 'ies'} of "${route.stream}" failed: ${describeError(err)}; retrying them.`,
@@ -344,7 +355,7 @@ export class EntryProcessor {
     const done = states.filter((s) => s === 'done').length;
     this.deps.telemetry.duplicatesSkipped(route.stream, done - doneInL2, doneInL2);
     const toRun = await this.withinDeliveryLimit(route, acquired);
-    if (toRun.length < acquired.length) {
+    if (toRun.length < acquired.length && !scope) {
       // Dead-lettered: their keys are released, so that a replay runs.
       const gone = acquired.filter((job) => !toRun.includes(job)).map((job) => job.key!);
       await store.finish(token, [], gone).catch(() => undefined);
@@ -362,12 +373,16 @@ export class EntryProcessor {
     const heldBack = this.holdBack(route, toRun, outcomes);
     const succeeded: string[] = [];
     const failed: string[] = [];
-    outcomes.forEach((o, i) => (o.error === undefined ? succeeded : failed).push(toRun[i].key!));
+    outcomes.forEach((o, i) => {
+      if (o.error !== undefined) failed.push(toRun[i].key!);
+      else succeeded.push(scope ? toRun[i].entry.id : toRun[i].key!);
+    });
     try {
-      await store.finish(token, succeeded, failed, idem.ttlMs);
+      if (scope) await store.finishOwned(scope, succeeded, idem.ttlMs);
+      else await store.finish(token, succeeded, failed, idem.ttlMs);
     } catch (err) {
-      // The entries were handled: they are acknowledged anyway. Their keys stay in progress in
-      // L2 until lockMs passes (this process remembers them as done in L1).
+      // The entries were handled: they are acknowledged anyway. Keys of your own stay in progress
+      // in L2 until lockMs passes (this process remembers them as done in L1).
       this.deps.logger.warn(`Idempotency marks on "${route.stream}" failed: ${describeError(err)}`);
     }
     await this.settle(route, toRun, outcomes);
@@ -506,7 +521,7 @@ export class EntryProcessor {
     recordOf?: (job: Job) => string,
     handle?: { token: string; ttlMs: number },
   ): Promise<Outcome[]> {
-    if (this.givenUp(route)) return jobs.map(() => ({ error: NOT_OWNED, notRun: true }));
+    if (this.givenUp(route)) return jobs.map(() => NOT_RUN);
     const { group, consumer } = this.deps;
     const entries: RedisStreamsBatchEntry[] = jobs.map((job) => ({
       id: job.entry.id,
@@ -542,8 +557,9 @@ export class EntryProcessor {
     );
   }
 
-  private async runOne(route: Route, job: Job, handle?: IdempotencyHandle): Promise<Outcome> {
-    if (this.givenUp(route)) return { error: NOT_OWNED, notRun: true };
+  /** Runs the handler of one entry. Events take no async step of their own: one per entry counts. */
+  private runOne(route: Route, job: Job, handle?: IdempotencyHandle): Promise<Outcome> {
+    if (this.givenUp(route)) return Promise.resolve(NOT_RUN);
     const { group, consumer } = this.deps;
     const { entry, decoded } = job;
     const ctx = new RedisStreamsContext([
@@ -557,20 +573,33 @@ export class EntryProcessor {
       handle,
       route.partition,
     ]);
+    if (route.replies && decoded.request) return this.runRequest(route, job, ctx, decoded.request);
+    return this.deps.invoke(route, job.payload, ctx).then(
+      () => (ctx.isAckSkipped() ? ACK_SKIPPED : SUCCEEDED),
+      (err: unknown) => ({
+        error: (ctx.hasError() ? ctx.getError() : err) ?? new Error('handler failed'),
+      }),
+    );
+  }
+
+  /** A request (`@MessagePattern`): its result or its error goes back to the caller. */
+  private async runRequest(
+    route: Route,
+    job: Job,
+    ctx: RedisStreamsContext,
+    request: RequestInfo,
+  ): Promise<Outcome> {
     let response: unknown;
     try {
       response = await this.deps.invoke(route, job.payload, ctx);
     } catch (err) {
+      // The caller gets the error and decides: a request is not retried.
       const error = ctx.hasError() ? ctx.getError() : err;
-      if (route.replies && decoded.request) {
-        // The caller gets the error and decides: a request is not retried.
-        await this.sendReply(decoded.request, { err: error });
-        return { error: error ?? new Error('handler failed'), answered: true };
-      }
-      return { error: error ?? new Error('handler failed') };
+      await this.sendReply(request, { err: error });
+      return { error: error ?? new Error('handler failed'), answered: true };
     }
-    if (route.replies && decoded.request) await this.sendReply(decoded.request, { response });
-    return ctx.isAckSkipped() ? { skipAck: true } : {};
+    await this.sendReply(request, { response });
+    return ctx.isAckSkipped() ? ACK_SKIPPED : SUCCEEDED;
   }
 
   /**
@@ -596,52 +625,51 @@ export class EntryProcessor {
 
   /** Acknowledges what succeeded; retries (or dead-letters, at maxDeliveries) what failed. */
   private async settle(route: Route, jobs: Job[], outcomes: Outcome[]): Promise<void> {
+    let dead: Promise<void>[] | undefined;
+    for (let i = 0; i < jobs.length; i++) {
+      const moved = this.settleOne(route, jobs[i], outcomes[i]);
+      if (moved) (dead ??= []).push(moved);
+    }
+    if (dead) await Promise.all(dead);
+  }
+
+  /** settle() of one entry; returns the dead-lettering under way, if any. */
+  private settleOne(route: Route, job: Job, outcome: Outcome): Promise<void> | undefined {
     const { stream } = route;
-    const dead: Promise<void>[] = [];
-    let succeeded = 0;
-    let failed = 0;
-    outcomes.forEach((outcome, i) => {
-      if (outcome.heldBack || outcome.notRun) return;
-      const { entry, decoded } = jobs[i];
-      const key = `${stream}\u0000${entry.id}`;
-      if (outcome.error === undefined) {
-        succeeded++;
-        if (entry.deliveries > 1) this.lastErrors.delete(key);
-        if (!outcome.skipAck) this.deps.batcher.add(stream, entry.id);
-        return;
-      }
-      failed++;
-      if (outcome.answered) {
-        this.deps.batcher.add(stream, entry.id);
-        return;
-      }
-      const message = describeError(outcome.error);
-      this.lastErrors.set(key, message);
-      if (entry.deliveries >= this.deps.maxDeliveries) {
-        this.deps.logger.warn(
-          `Entry ${entry.id} of "${stream}" failed on delivery ${entry.deliveries}/${this.deps.maxDeliveries} (${message}): moving it to the dead-letter stream.`,
-        );
-        dead.push(
-          this.deadLetter(
-            stream,
-            entry,
-            decoded.fields,
-            entry.deliveries,
-            'handler-failed',
-            outcome.error,
-          ),
-        );
-      } else {
-        const delay = this.deps.reclaimer.scheduleRetry(stream, entry.id, entry.deliveries);
-        this.deps.telemetry.retried(stream);
-        this.deps.logger.warn(
-          `Entry ${entry.id} of "${stream}" failed on delivery ${entry.deliveries}/${this.deps.maxDeliveries} (${message}); retrying in ${delay} ms.`,
-        );
-      }
-    });
-    this.deps.telemetry.succeeded(succeeded);
-    if (failed > 0) this.deps.telemetry.failed(stream, failed);
-    await Promise.all(dead);
+    if (outcome.heldBack || outcome.notRun) return undefined;
+    const { entry, decoded } = job;
+    if (outcome.error === undefined) {
+      this.deps.telemetry.succeeded(1);
+      if (entry.deliveries > 1) this.lastErrors.delete(`${stream}\u0000${entry.id}`);
+      if (!outcome.skipAck) this.deps.batcher.add(stream, entry.id);
+      return undefined;
+    }
+    this.deps.telemetry.failed(stream, 1);
+    if (outcome.answered) {
+      this.deps.batcher.add(stream, entry.id);
+      return undefined;
+    }
+    const message = describeError(outcome.error);
+    this.lastErrors.set(`${stream}\u0000${entry.id}`, message);
+    if (entry.deliveries >= this.deps.maxDeliveries) {
+      this.deps.logger.warn(
+        `Entry ${entry.id} of "${stream}" failed on delivery ${entry.deliveries}/${this.deps.maxDeliveries} (${message}): moving it to the dead-letter stream.`,
+      );
+      return this.deadLetter(
+        stream,
+        entry,
+        decoded.fields,
+        entry.deliveries,
+        'handler-failed',
+        outcome.error,
+      );
+    }
+    const delay = this.deps.reclaimer.scheduleRetry(stream, entry.id, entry.deliveries);
+    this.deps.telemetry.retried(stream);
+    this.deps.logger.warn(
+      `Entry ${entry.id} of "${stream}" failed on delivery ${entry.deliveries}/${this.deps.maxDeliveries} (${message}); retrying in ${delay} ms.`,
+    );
+    return undefined;
   }
 
   private async deadLetter(

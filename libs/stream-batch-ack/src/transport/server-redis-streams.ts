@@ -118,6 +118,8 @@ export class ServerRedisStreams
   private readonly layout: PartitionLayout;
   private readonly telemetry: ServerTelemetry;
   private readonly customDeserializer: boolean;
+  /** Nest's own processing start hook (it just runs the handler): replaced by setOnProcessingStartHook(). */
+  private readonly defaultStartHook = this.onProcessingStartHook;
   /** Refused replies already logged, by reason and reply stream: each is logged once. */
   private readonly refusedReplies = new LruCache<true>({ maxSize: 1000, ttlMs: 3600_000 });
 
@@ -439,22 +441,39 @@ export class ServerRedisStreams
    * stream keys: a direct map lookup (Nest's getHandlerByPattern first tries JSON.parse on the
    * pattern, and the exception it throws per message costs more than the rest of the handling).
    */
-  private async invoke(
+  private invoke(
     route: Route,
     payload: unknown,
     ctx: RedisStreamsContext | RedisStreamsBatchContext,
   ): Promise<unknown> {
     const handler = this.messageHandlers.get(route.pattern ?? route.stream)!;
+    // Nothing to record and no processing hooks: the handler alone (no step of ours per message).
+    if (
+      this.onProcessingStartHook === this.defaultStartHook &&
+      this.onProcessingEndHook === undefined &&
+      !this.telemetry.recordsCalls
+    )
+      try {
+        return Promise.resolve(handler(payload, ctx)).then(settled);
+      } catch (err) {
+        return Promise.reject(err as Error);
+      }
+    return this.invokeWithHooks(route, handler, payload, ctx);
+  }
+
+  /** invoke() inside the telemetry's span and Nest's processing hooks. */
+
+  private async invokeWithHooks(
+    route: Route,
+    handler: MessageHandler,
+    payload: unknown,
+    ctx: RedisStreamsContext | RedisStreamsBatchContext,
+  ): Promise<unknown> {
     let response: unknown;
     await this.telemetry.process(route.stream, route.batch, ctx, async () => {
       try {
         await this.onProcessingStartHook(this.transportId!, ctx, async () => {
-          const result: unknown = await handler(payload, ctx);
-          // An Observable (interceptors, or a handler that returns one) completes before the ack;
-          // a plain value needs no round through rxjs.
-          response = isObservable(result)
-            ? await lastValueFrom(result, { defaultValue: undefined })
-            : result;
+          response = await settled(await handler(payload, ctx));
         });
       } finally {
         this.onProcessingEndHook?.(this.transportId!, ctx);
@@ -806,6 +825,14 @@ function replyError(err: unknown): unknown {
   if (err instanceof RpcException) return err.getError();
   if (err instanceof Error) return err.message;
   return err !== null && typeof err === 'object' ? err : describeError(err);
+}
+
+/**
+ * A handler's result: an Observable (interceptors, or a handler that returns one) completes before
+ * the ack; a plain value needs no round through rxjs.
+ */
+function settled(result: unknown): unknown {
+  return isObservable(result) ? lastValueFrom(result, { defaultValue: undefined }) : result;
 }
 
 function dataOfPacket(packet: unknown): unknown {

@@ -1,6 +1,7 @@
 /*
  * A consumer process for the kill -9 test. Run with: node --require scripts/register-ts.js consumer-worker.ts
  * Env: REDIS_URL, STREAM, GROUP, CONSUMER, EFFECTS (hash of side effects), IDEM_PREFIX, STUCK_AT (n whose handler never ends),
+ * HANG_AFTER (n whose handler never ends after its side effect: the kill lands between the effect and the done mark),
  * PARTITIONS (optional: STREAM is a logical stream with this many partitions), ATOMIC_EFFECT ('1': the side
  * effect and its idempotency done mark are one script, IDEMPOTENT_EFFECT_LUA).
  */
@@ -26,6 +27,7 @@ const env = (name: string): string => {
 const REDIS_URL = env('REDIS_URL');
 const STREAM = env('STREAM');
 const stuckAt = Number(process.env.STUCK_AT ?? -1);
+const hangAfter = Number(process.env.HANG_AFTER ?? -1);
 const partitions = process.env.PARTITIONS
   ? { [STREAM]: Number(process.env.PARTITIONS) }
   : undefined;
@@ -53,6 +55,10 @@ class WorkerController {
       await (effects as WithEffect).applyEffect(record, env('EFFECTS'), token, ttlMs, data.n);
     } else await effects.hincrby(env('EFFECTS'), String(data.n), 1);
     process.send?.({ handled: data.n });
+    if (data.n === hangAfter) {
+      process.send?.({ stuck: data.n, id: ctx.id, stream: ctx.stream });
+      await new Promise(() => undefined); // never ends: the test kills us here
+    }
   }
 }
 
