@@ -233,6 +233,8 @@ async function expectHealthOfServerStreams(
       consumers: 1,
       pending: 0,
       lag: 0,
+      // Ordered partitions: the one consumer owns them all.
+      owned: partitions.map((_, partition) => partition),
       partitions: partitions.map((stream, partition) => ({
         partition,
         stream,
