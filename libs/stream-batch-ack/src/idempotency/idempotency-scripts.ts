@@ -78,11 +78,12 @@ return 0
  *
  *   if sba_take(KEYS[i], token, ttlMs) then ...apply the effect of entry i... end
  *
- * `sba_take` returns true, and marks the record done, only while the record holds this batch's
- * token (the transport's in-progress mark) or has expired; a record that is already done or
- * taken by another consumer returns false. The records and the token are in the context
- * (`ctx.idempotency`). On a Cluster the records and the effect's keys must share a hash slot
- * (a hash tag in `idempotency.keyPrefix`).
+ * `sba_take` returns true, and marks the record done, while the record is free (the default key:
+ * the transport writes no mark before the handler), holds this batch's token (a key of your own,
+ * marked in progress by the transport) or has expired; a record that is already done or held by
+ * another run returns false. The records and the token are in the context (`ctx.idempotency`). On
+ * a Cluster the records and the effect's keys must share a hash slot (a hash tag in
+ * `idempotency.keyPrefix`).
  */
 export const IDEMPOTENT_EFFECT_LUA = `
 local function sba_take(record, token, ttlMs)

@@ -54,10 +54,12 @@ const IDS_PER_COMMAND = 5000;
 let localTokens = 0;
 
 /**
- * Duplicate filter by idempotency key, a batch at a time: L1 (in-process LRU with TTL) in front of
- * an optional L2 (Redis: one script call per batch, per hash slot on a Cluster). A key is
- * 'acquired' (run it), 'processing' (another run holds it: skip, do not acknowledge) or 'done'
- * (skip and acknowledge).
+ * Duplicate filter, a batch at a time: L1 (in-process, with TTL) in front of an optional L2
+ * (Redis). A key is 'acquired' (run it), 'processing' (another run holds it: skip, do not
+ * acknowledge) or 'done' (skip and acknowledge). Keys of your own (begin/finish) are marked in
+ * progress before the run, done or forgotten after it: one script call per batch each, per hash
+ * slot on a Cluster. Stream entries that one run holds at a time (beginOwned/finishOwned, the
+ * transport's default key) get one done mark, written after the run.
  */
 export class IdempotencyStore {
   readonly keyPrefix: string;

@@ -111,6 +111,7 @@ interface Job {
   entry: DeliveredEntry;
   decoded: Extract<DecodedEntry, { ok: true }>;
   payload: unknown;
+  /** A key of your own (`@Idempotent({ key })`), with the group; undefined under the default key. */
   key?: string;
 }
 
@@ -363,11 +364,12 @@ export class EntryProcessor {
     if (toRun.length === 0) return;
 
     const handle = store.hasL2 ? { token, ttlMs: idem.ttlMs } : undefined;
+    const recordOf = (job: Job) => store.record(job.key ?? `${scope}:${job.entry.id}`);
     const outcomes = route.batch
-      ? await this.runBatch(route, toRun, handle && ((job) => store.record(job.key!)), handle)
+      ? await this.runBatch(route, toRun, handle && recordOf, handle)
       : await Promise.all(
           toRun.map((job) =>
-            this.runOne(route, job, handle && { ...handle, record: store.record(job.key!) }),
+            this.runOne(route, job, handle && { ...handle, record: recordOf(job) }),
           ),
         );
     const heldBack = this.holdBack(route, toRun, outcomes);
@@ -482,7 +484,8 @@ export class EntryProcessor {
         continue;
       }
       const job: Job = { entry, decoded, payload };
-      if (route.idempotent) {
+      // The default key (the entry) is not built per entry: see handle().
+      if (route.idempotent?.key) {
         const ctx = {
           stream: route.stream,
           id: entry.id,
@@ -491,7 +494,7 @@ export class EntryProcessor {
           partition: route.partition?.partition,
         };
         try {
-          job.key = `${this.deps.group}:${route.idempotent.key ? route.idempotent.key(payload, ctx) : `${route.stream}:${entry.id}`}`;
+          job.key = `${this.deps.group}:${route.idempotent.key(payload, ctx)}`;
         } catch (err) {
           this.deps.logger.warn(
             `Idempotency key of entry ${entry.id} of "${route.stream}": ${describeError(err)}`,
