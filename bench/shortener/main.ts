@@ -6,6 +6,9 @@
  *   --stress-connections 500   --stress-duration 10
  *   --lifetime-ttl 2   --lifetime-duration 10
  *   --strategies sequence,hash,snowflake   --create-connections 50   --create-duration 10
+ *   --hit-connections 100   --hit-duration 10   --hit-rounds 3
+ *   --only hit-path,redirects,lifetime,creation   (default: all of them)
+ *   --cpu-prof <dir>   write a CPU profile of each hit-path server (one more run each) there
  *   --built      start dist/apps/demo-shortener/main.js
  *                (after `npm run build`) instead of src/main.ts via register-ts
  *   --json <file>
@@ -13,7 +16,14 @@
  * Needs REDIS_URL (the npm script sets it through scripts/with-redis.js) and PostgreSQL.
  */
 import { writeFileSync } from 'node:fs';
-import { DEFAULTS, runShortenerBench, ShortenerBenchOptions, Strategy } from './shortener-bench';
+import {
+  DEFAULTS,
+  runShortenerBench,
+  Section,
+  SECTIONS,
+  ShortenerBenchOptions,
+  Strategy,
+} from './shortener-bench';
 
 const NUMBER_FLAGS: Record<string, keyof ShortenerBenchOptions> = {
   '--pool': 'pool',
@@ -26,6 +36,9 @@ const NUMBER_FLAGS: Record<string, keyof ShortenerBenchOptions> = {
   '--lifetime-duration': 'lifetimeDurationS',
   '--create-connections': 'createConnections',
   '--create-duration': 'createDurationS',
+  '--hit-connections': 'hitConnections',
+  '--hit-duration': 'hitDurationS',
+  '--hit-rounds': 'hitRounds',
 };
 
 function usage(message: string): never {
@@ -47,7 +60,12 @@ export function parseArgs(argv: string[]): {
     if (flag === '--json') json = value();
     else if (flag === '--built') options.built = true;
     else if (flag === '--database-url') options.databaseUrl = value();
-    else if (flag === '--connections') {
+    else if (flag === '--cpu-prof') options.cpuProfileDir = value();
+    else if (flag === '--only') {
+      const list = value().split(',') as Section[];
+      if (list.some((s) => !SECTIONS.includes(s))) usage(`--only takes ${SECTIONS.join(', ')}`);
+      options.sections = list;
+    } else if (flag === '--connections') {
       const list = value().split(',').map(Number);
       if (list.some((n) => !Number.isInteger(n) || n <= 0))
         usage('--connections needs positive integers, comma-separated');
