@@ -87,6 +87,10 @@ export class ShortenerProcess {
     throw new Error(`${entry} did not become healthy:\n${output.join('')}`);
   }
 
+  get pid(): number {
+    return this.child.pid!;
+  }
+
   /** CPU time (user + system) the process has used so far, ms; undefined without /proc. */
   cpuTimeMs(): number | undefined {
     try {

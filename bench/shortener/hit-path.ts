@@ -9,12 +9,13 @@ import { join } from 'node:path';
 import { loadavg } from 'node:os';
 import { summarizeProfile } from '../ticks/profile-summary';
 import { renderTable } from '../shared/table';
-import type { ShortenerProcess } from './app-process';
+import type { ShortenerProcess, StartOptions } from './app-process';
 import { LoadResult, runLoad } from './load';
+import { perfNodeOptions, perfShares, recordPerf } from './perf-profile';
 
 export interface HitPathServer {
   name: string;
-  start(profiled: boolean): Promise<ShortenerProcess>;
+  start(options: Pick<StartOptions, 'profiled' | 'nodeOptions'>): Promise<ShortenerProcess>;
   /** Started before the others (the shortener, which creates the codes the others answer). */
   startFirst?: boolean;
 }
@@ -24,14 +25,19 @@ export interface HitPathOptions {
   durationS: number;
   warmupS: number;
   rounds: number;
-  /** Write a CPU profile of each server over one more run (not one of the rounds) here. */
-  cpuProfileDir?: string;
+  /**
+   * Profile each server over one more run (not one of the rounds), writing the profiles here:
+   * V8's sampler (.cpuprofile, for DevTools), or Linux perf (on-CPU samples only: see
+   * perf-profile.ts), which the table of where the CPU goes then comes from.
+   */
+  profile?: { dir: string; with: 'v8' | 'perf' };
   log: (line: string) => void;
 }
 
 /** CPU time of a server per request, from its profiled run. */
 export interface RequestCpu {
   file: string;
+  profiler: 'v8' | 'perf';
   requests: number;
   /** µs of CPU per request, all of it (the process' CPU time from /proc, else the profile's). */
   totalUs: number;
@@ -88,8 +94,12 @@ export async function runHitPath(
   const order = servers
     .map((_, i) => i)
     .sort((a, b) => +!servers[a].startFirst - +!servers[b].startFirst);
+  const profile = opts.profile;
   for (const i of order) {
-    apps[i] = await servers[i].start(opts.cpuProfileDir !== undefined);
+    apps[i] = await servers[i].start({
+      profiled: profile?.with === 'v8',
+      nodeOptions: profile?.with === 'perf' ? perfNodeOptions(profile.dir) : [],
+    });
     started(apps[i]);
   }
   const load = async (app: ShortenerProcess, durationS: number): Promise<HitPathRun> => {
@@ -135,14 +145,33 @@ export async function runHitPath(
     ratio: median(runs[i].map((r, round) => r.rps / runs[ref][round].rps)),
   }));
 
-  if (opts.cpuProfileDir !== undefined) {
-    log('  CPU profiles (one more run each):');
+  if (profile) {
+    log(`  CPU profiles (${profile.with}, one more run each):`);
     for (const [i, server] of servers.entries()) {
-      const file = join(opts.cpuProfileDir, `${slug(server.name)}.cpuprofile`);
-      apps[i].startProfile();
-      const result = await load(apps[i], opts.durationS);
-      await apps[i].writeProfile(file);
-      rows[i].cpu = requestCpu(file, result.requests, result.cpuUs);
+      const base = join(profile.dir, slug(server.name));
+      let result: HitPathRun;
+      if (profile.with === 'v8') {
+        apps[i].startProfile();
+        result = await load(apps[i], opts.durationS);
+        await apps[i].writeProfile(`${base}.cpuprofile`);
+        rows[i].cpu = requestCpu(`${base}.cpuprofile`, result.requests, result.cpuUs);
+      } else {
+        const recording = await recordPerf(apps[i].pid, `${base}.perf.data`);
+        result = await load(apps[i], opts.durationS);
+        await recording.stop();
+        const totalUs = result.cpuUs ?? NaN;
+        rows[i].cpu = {
+          file: `${base}.perf.data`,
+          profiler: 'perf',
+          requests: result.requests,
+          totalUs,
+          origins: perfShares(`${base}.perf.data`).map((o) => ({
+            origin: o.origin,
+            us: o.share * totalUs,
+          })),
+        };
+      }
+      const file = rows[i].cpu!.file;
       log(
         `    ${server.name}: ${Math.round(result.rps)} req/s profiled, ` +
           `${rows[i].cpu!.totalUs.toFixed(1)} µs CPU per request (${file})`,
@@ -175,6 +204,7 @@ export function requestCpu(file: string, requests: number, measuredUs?: number):
   const totalUs = measuredUs ?? (summary.busyMs * 1000) / Math.max(1, requests);
   return {
     file,
+    profiler: 'v8',
     requests,
     totalUs,
     origins: summary.origins.map((o) => ({ origin: o.origin, us: (o.pct / 100) * totalUs })),
@@ -229,7 +259,15 @@ export function formatHitPath(report: HitPathReport): string {
         ...shown.map(([origin]) => ({ origin, of: (r: HitPathRow) => usOf(r, origin) })),
       ],
     );
-    lines.push('', 'Where the CPU goes (self time by origin, from the profiled runs):', cpuTable);
+    const how =
+      profiled[0].cpu!.profiler === 'perf'
+        ? 'perf, on-CPU samples; each to the origin of the closest JavaScript frame on its stack'
+        : "V8's sampler, self time; on a loaded machine it also counts time spent waiting for a core";
+    lines.push(
+      '',
+      `Where the CPU goes, µs per request (the process' CPU time from /proc, split as the profile says: ${how}):`,
+      cpuTable,
+    );
   }
   return lines.join('\n');
 }

@@ -8,7 +8,9 @@
  *   --strategies sequence,hash,snowflake   --create-connections 50   --create-duration 10
  *   --hit-connections 100   --hit-duration 10   --hit-rounds 3
  *   --only hit-path,redirects,lifetime,creation   (default: all of them)
- *   --cpu-prof <dir>   write a CPU profile of each hit-path server (one more run each) there
+ *   --cpu-prof <dir>   write a V8 CPU profile of each hit-path server (one more run each) there
+ *   --perf <dir>       the same with Linux perf (on-CPU samples only; needs perf and root or
+ *                      kernel.perf_event_paranoid <= 1): the breakdown the docs quote
  *   --built      start dist/apps/demo-shortener/main.js
  *                (after `npm run build`) instead of src/main.ts via register-ts
  *   --json <file>
@@ -16,6 +18,7 @@
  * Needs REDIS_URL (the npm script sets it through scripts/with-redis.js) and PostgreSQL.
  */
 import { writeFileSync } from 'node:fs';
+import { perfUnavailable } from './perf-profile';
 import {
   DEFAULTS,
   runShortenerBench,
@@ -60,8 +63,12 @@ export function parseArgs(argv: string[]): {
     if (flag === '--json') json = value();
     else if (flag === '--built') options.built = true;
     else if (flag === '--database-url') options.databaseUrl = value();
-    else if (flag === '--cpu-prof') options.cpuProfileDir = value();
-    else if (flag === '--only') {
+    else if (flag === '--cpu-prof') options.profile = { dir: value(), with: 'v8' };
+    else if (flag === '--perf') {
+      const unavailable = perfUnavailable();
+      if (unavailable) usage(`--perf: ${unavailable}`);
+      options.profile = { dir: value(), with: 'perf' };
+    } else if (flag === '--only') {
       const list = value().split(',') as Section[];
       if (list.some((s) => !SECTIONS.includes(s))) usage(`--only takes ${SECTIONS.join(', ')}`);
       options.sections = list;

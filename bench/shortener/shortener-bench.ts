@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import { Client } from 'pg';
 import { collectEnvInfo, EnvInfo, formatEnvInfo } from '../shared/env-info';
 import { renderTable } from '../shared/table';
-import { ShortenerProcess } from './app-process';
+import { ShortenerProcess, StartOptions } from './app-process';
 import {
   formatHitPath,
   HIT_PATH_TARGET_ROW,
@@ -52,8 +52,8 @@ export interface ShortenerBenchOptions {
   hitDurationS: number;
   /** Rounds of the hit path (each runs every server once). */
   hitRounds: number;
-  /** Write CPU profiles of the hit path's servers here (one more run each). */
-  cpuProfileDir?: string;
+  /** Profile the hit path's servers (one more run each) into `dir` (see HitPathOptions). */
+  profile?: { dir: string; with: 'v8' | 'perf' };
   log: (line: string) => void;
 }
 
@@ -129,7 +129,10 @@ export async function runShortenerBench(
   }
   const tables: string[] = [table];
   const apps: ShortenerProcess[] = [];
-  const start = async (env: Record<string, string>, profiled = false) => {
+  const start = async (
+    env: Record<string, string>,
+    extra: Pick<StartOptions, 'profiled' | 'nodeOptions'> = {},
+  ) => {
     const app = await ShortenerProcess.start(
       {
         DATABASE_URL: opts.databaseUrl,
@@ -140,7 +143,7 @@ export async function runShortenerBench(
         PUBLIC_BASE_URL: 'http://sho.rt',
         ...env,
       },
-      { built: opts.built, profiled },
+      { built: opts.built, ...extra },
     );
     apps.push(app);
     return app;
@@ -220,12 +223,13 @@ export async function runShortenerBench(
 
     let hitPath: HitPathReport | undefined;
     if (has('hit-path')) {
-      if (opts.cpuProfileDir) mkdirSync(opts.cpuProfileDir, { recursive: true });
+      const profile = opts.profile && { ...opts.profile, dir: resolve(opts.profile.dir) };
+      if (profile) mkdirSync(profile.dir, { recursive: true });
       log(`hit path, ${opts.hitConnections} connections:`);
-      const bare = (file: string) => (profiled: boolean) =>
+      const bare = (file: string) => (extra: Pick<StartOptions, 'profiled' | 'nodeOptions'>) =>
         ShortenerProcess.start(
           { BARE_TARGETS: JSON.stringify(Object.fromEntries(targets)) },
-          { entry: join(__dirname, file), profiled },
+          { entry: join(__dirname, file), ...extra },
         );
       const servers: HitPathServer[] = [
         { name: 'bare Fastify', start: bare('bare-fastify.ts') },
@@ -233,15 +237,15 @@ export async function runShortenerBench(
         {
           name: HIT_PATH_TARGET_ROW,
           startFirst: true,
-          start: async (profiled) => {
-            const app = await start({ CACHE_TTL: '10m', CACHE_L1_ENTRIES: '10000' }, profiled);
+          start: async (extra) => {
+            const app = await start({ CACHE_TTL: '10m', CACHE_L1_ENTRIES: '10000' }, extra);
             await createCodes(app);
             return app;
           },
         },
         {
           name: 'cached, Redis only',
-          start: (profiled) => start({ CACHE_TTL: '10m' }, profiled),
+          start: (extra) => start({ CACHE_TTL: '10m' }, extra),
         },
       ];
       hitPath = await runHitPath(
@@ -253,7 +257,7 @@ export async function runShortenerBench(
           durationS: opts.hitDurationS,
           warmupS: Math.max(opts.warmupS, 1),
           rounds: opts.hitRounds,
-          cpuProfileDir: opts.cpuProfileDir && resolve(opts.cpuProfileDir),
+          profile,
           log,
         },
         (app) => {
