@@ -17,7 +17,8 @@ export interface CpuSnapshot {
 
 let clockTicks: number | undefined;
 
-function ticksPerSecond(): number {
+/** The kernel's clock ticks per second (the unit of CPU times in /proc). */
+export function ticksPerSecond(): number {
   if (clockTicks === undefined) {
     const r = spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' });
     const n = Number(r.stdout?.trim());

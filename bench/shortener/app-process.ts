@@ -1,13 +1,27 @@
 import { ChildProcess, fork } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { ticksPerSecond } from '../shared/other-cpu';
 
 const ROOT = join(__dirname, '..', '..');
 const REGISTER = join(ROOT, 'scripts', 'register-ts.js');
 export const SOURCE_ENTRY = join(ROOT, 'apps', 'demo-shortener', 'src', 'main.ts');
 /** Where `npm run build` puts the entry. */
 export const BUILT_ENTRY = join(ROOT, 'dist', 'apps', 'demo-shortener', 'main.js');
+/** Runs an entry under the V8 CPU profiler, driven over IPC (see the file). */
+const PROFILED = join(ROOT, 'bench', 'demo-ticks', 'cpu-profiled.js');
+
+export interface StartOptions {
+  /** Start dist/.../main.js instead of src/main.ts (the shortener only). */
+  built?: boolean;
+  /** Another server than the shortener (a .ts file, run through register-ts). */
+  entry?: string;
+  /** Under cpu-profiled.js, so that startProfile()/writeProfile() work. */
+  profiled?: boolean;
+  /** More options for node (e.g. --trace-gc). */
+  nodeOptions?: string[];
+}
 
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -20,7 +34,10 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** The shortener in a process of its own (so the load generator does not share its event loop). */
+/**
+ * The shortener (or one of the bare servers it is compared with) in a process of its own, so
+ * that the load generator does not share its event loop.
+ */
 export class ShortenerProcess {
   private constructor(
     private readonly child: ChildProcess,
@@ -28,15 +45,23 @@ export class ShortenerProcess {
     private readonly output: string[],
   ) {}
 
-  /** Starts main.ts (through scripts/register-ts.js) or the built main.js with `env`; waits for /health. */
-  static async start(env: Record<string, string>, built: boolean): Promise<ShortenerProcess> {
+  /**
+   * Starts main.ts (through scripts/register-ts.js), the built main.js, or `options.entry`, with
+   * `env`; waits for /health.
+   */
+  static async start(
+    env: Record<string, string>,
+    options: StartOptions = {},
+  ): Promise<ShortenerProcess> {
+    const built = !options.entry && !!options.built;
     if (built && !existsSync(BUILT_ENTRY)) {
       throw new Error(`${BUILT_ENTRY} is missing: run \`npm run build\` first`);
     }
+    const entry = options.entry ?? (built ? BUILT_ENTRY : SOURCE_ENTRY);
     const port = await freePort();
     const output: string[] = [];
-    const child = fork(built ? BUILT_ENTRY : SOURCE_ENTRY, [], {
-      execArgv: built ? [] : ['-r', REGISTER],
+    const child = fork(options.profiled ? PROFILED : entry, options.profiled ? [entry] : [], {
+      execArgv: [...(options.nodeOptions ?? []), ...(built ? [] : ['-r', REGISTER])],
       env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });
@@ -59,7 +84,44 @@ export class ShortenerProcess {
       await new Promise((r) => setTimeout(r, 100));
     }
     await app.stop();
-    throw new Error(`the shortener did not become healthy:\n${output.join('')}`);
+    throw new Error(`${entry} did not become healthy:\n${output.join('')}`);
+  }
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  /** CPU time (user + system) the process has used so far, ms; undefined without /proc. */
+  cpuTimeMs(): number | undefined {
+    try {
+      const stat = readFileSync(`/proc/${this.child.pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return ((Number(fields[11]) + Number(fields[12])) * 1000) / ticksPerSecond();
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Starts the CPU profiler (started with `profiled`). */
+  startProfile(): void {
+    this.child.send({ cpuProfileStart: true });
+  }
+
+  /** Stops the CPU profiler and writes its .cpuprofile to `file`. */
+  writeProfile(file: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const onExit = () => reject(new Error('the server exited before writing its CPU profile'));
+      const onMessage = (msg: { cpuProfileWritten?: string; cpuProfileError?: string }) => {
+        if (!msg.cpuProfileWritten && !msg.cpuProfileError) return;
+        this.child.off('message', onMessage);
+        this.child.off('exit', onExit);
+        if (msg.cpuProfileError) reject(new Error(msg.cpuProfileError));
+        else resolve();
+      };
+      this.child.on('message', onMessage);
+      this.child.once('exit', onExit);
+      this.child.send({ cpuProfile: file });
+    });
   }
 
   /**

@@ -6,6 +6,11 @@
  *   --stress-connections 500   --stress-duration 10
  *   --lifetime-ttl 2   --lifetime-duration 10
  *   --strategies sequence,hash,snowflake   --create-connections 50   --create-duration 10
+ *   --hit-connections 100   --hit-duration 10   --hit-rounds 3
+ *   --only hit-path,redirects,lifetime,creation   (default: all of them)
+ *   --cpu-prof <dir>   write a V8 CPU profile of each hit-path server (one more run each) there
+ *   --perf <dir>       the same with Linux perf (on-CPU samples only; needs perf and root or
+ *                      kernel.perf_event_paranoid <= 1): the breakdown the docs quote
  *   --built      start dist/apps/demo-shortener/main.js
  *                (after `npm run build`) instead of src/main.ts via register-ts
  *   --json <file>
@@ -13,7 +18,15 @@
  * Needs REDIS_URL (the npm script sets it through scripts/with-redis.js) and PostgreSQL.
  */
 import { writeFileSync } from 'node:fs';
-import { DEFAULTS, runShortenerBench, ShortenerBenchOptions, Strategy } from './shortener-bench';
+import { perfUnavailable } from './perf-profile';
+import {
+  DEFAULTS,
+  runShortenerBench,
+  Section,
+  SECTIONS,
+  ShortenerBenchOptions,
+  Strategy,
+} from './shortener-bench';
 
 const NUMBER_FLAGS: Record<string, keyof ShortenerBenchOptions> = {
   '--pool': 'pool',
@@ -26,6 +39,9 @@ const NUMBER_FLAGS: Record<string, keyof ShortenerBenchOptions> = {
   '--lifetime-duration': 'lifetimeDurationS',
   '--create-connections': 'createConnections',
   '--create-duration': 'createDurationS',
+  '--hit-connections': 'hitConnections',
+  '--hit-duration': 'hitDurationS',
+  '--hit-rounds': 'hitRounds',
 };
 
 function usage(message: string): never {
@@ -47,7 +63,16 @@ export function parseArgs(argv: string[]): {
     if (flag === '--json') json = value();
     else if (flag === '--built') options.built = true;
     else if (flag === '--database-url') options.databaseUrl = value();
-    else if (flag === '--connections') {
+    else if (flag === '--cpu-prof') options.profile = { dir: value(), with: 'v8' };
+    else if (flag === '--perf') {
+      const unavailable = perfUnavailable();
+      if (unavailable) usage(`--perf: ${unavailable}`);
+      options.profile = { dir: value(), with: 'perf' };
+    } else if (flag === '--only') {
+      const list = value().split(',') as Section[];
+      if (list.some((s) => !SECTIONS.includes(s))) usage(`--only takes ${SECTIONS.join(', ')}`);
+      options.sections = list;
+    } else if (flag === '--connections') {
       const list = value().split(',').map(Number);
       if (list.some((n) => !Number.isInteger(n) || n <= 0))
         usage('--connections needs positive integers, comma-separated');

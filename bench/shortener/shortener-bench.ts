@@ -1,13 +1,30 @@
 import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
+import { join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
 import { Client } from 'pg';
 import { collectEnvInfo, EnvInfo, formatEnvInfo } from '../shared/env-info';
 import { renderTable } from '../shared/table';
-import { ShortenerProcess } from './app-process';
+import { ShortenerProcess, StartOptions } from './app-process';
+import {
+  formatHitPath,
+  HIT_PATH_TARGET_ROW,
+  HitPathReport,
+  HitPathServer,
+  runHitPath,
+} from './hit-path';
 import { LoadResult, runLoad } from './load';
 
 export type Strategy = 'sequence' | 'hash' | 'snowflake';
+
+/** The parts of the benchmark; `--only` picks some. */
+export const SECTIONS = ['redirects', 'lifetime', 'creation', 'hit-path'] as const;
+export type Section = (typeof SECTIONS)[number];
+
+/** The hit path's target: the cached redirect with L1 at this share of the bare Nest route. */
+export const HIT_PATH_TARGET = 0.9;
+const BARE_NEST = 'bare Nest + Fastify';
 
 export interface ShortenerBenchOptions {
   redisUrl: string;
@@ -30,6 +47,13 @@ export interface ShortenerBenchOptions {
   createDurationS: number;
   /** Start the built app (dist/...) instead of src/main.ts through register-ts. */
   built: boolean;
+  sections: Section[];
+  hitConnections: number;
+  hitDurationS: number;
+  /** Rounds of the hit path (each runs every server once). */
+  hitRounds: number;
+  /** Profile the hit path's servers (one more run each) into `dir` (see HitPathOptions). */
+  profile?: { dir: string; with: 'v8' | 'perf' };
   log: (line: string) => void;
 }
 
@@ -48,6 +72,10 @@ export const DEFAULTS: Omit<ShortenerBenchOptions, 'redisUrl' | 'log'> = {
   createConnections: 50,
   createDurationS: 10,
   built: false,
+  sections: [...SECTIONS],
+  hitConnections: 100,
+  hitDurationS: 10,
+  hitRounds: 3,
 };
 
 export interface RedirectRow extends LoadResult {
@@ -74,8 +102,9 @@ export interface ShortenerBenchReport {
   options: Omit<ShortenerBenchOptions, 'log' | 'redisUrl'>;
   redirect: RedirectRow[];
   stress: RedirectRow[];
-  lifetime: RedirectRow & { ttlS: number; bound: number };
+  lifetime?: RedirectRow & { ttlS: number; bound: number };
   create: CreateRow[];
+  hitPath?: HitPathReport;
   targets: Target[];
 }
 
@@ -100,7 +129,10 @@ export async function runShortenerBench(
   }
   const tables: string[] = [table];
   const apps: ShortenerProcess[] = [];
-  const start = async (env: Record<string, string>) => {
+  const start = async (
+    env: Record<string, string>,
+    extra: Pick<StartOptions, 'profiled' | 'nodeOptions'> = {},
+  ) => {
     const app = await ShortenerProcess.start(
       {
         DATABASE_URL: opts.databaseUrl,
@@ -111,11 +143,12 @@ export async function runShortenerBench(
         PUBLIC_BASE_URL: 'http://sho.rt',
         ...env,
       },
-      opts.built,
+      { built: opts.built, ...extra },
     );
     apps.push(app);
     return app;
   };
+  const has = (section: Section) => opts.sections.includes(section);
   const stop = async (app: ShortenerProcess) => {
     await app.stop();
     apps.splice(apps.indexOf(app), 1);
@@ -143,8 +176,20 @@ export async function runShortenerBench(
 
     const redirect: RedirectRow[] = [];
     const stress: RedirectRow[] = [];
-    const codes: string[] = [];
-    const paths = () => codes.map((c) => `/${c}`);
+    /** The hot codes and their URLs, created on the first app started. */
+    const targets = new Map<string, string>();
+    const paths = () => [...targets.keys()].map((c) => `/${c}`);
+    const createCodes = async (app: ShortenerProcess) => {
+      for (let i = targets.size; i < opts.hotCodes; i++) {
+        const res = await fetch(`${app.baseUrl}/urls`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ url: `https://example.com/hot/${id}/${i}` }),
+        });
+        const created = (await res.json()) as { code: string; url: string };
+        targets.set(created.code, created.url);
+      }
+    };
 
     async function redirectRun(
       app: ShortenerProcess,
@@ -176,19 +221,57 @@ export async function runShortenerBench(
       return row;
     }
 
+    let hitPath: HitPathReport | undefined;
+    if (has('hit-path')) {
+      const profile = opts.profile && { ...opts.profile, dir: resolve(opts.profile.dir) };
+      if (profile) mkdirSync(profile.dir, { recursive: true });
+      log(`hit path, ${opts.hitConnections} connections:`);
+      const bare = (file: string) => (extra: Pick<StartOptions, 'profiled' | 'nodeOptions'>) =>
+        ShortenerProcess.start(
+          { BARE_TARGETS: JSON.stringify(Object.fromEntries(targets)) },
+          { entry: join(__dirname, file), ...extra },
+        );
+      const servers: HitPathServer[] = [
+        { name: 'bare Fastify', start: bare('bare-fastify.ts') },
+        { name: BARE_NEST, start: bare('bare-nest.ts') },
+        {
+          name: HIT_PATH_TARGET_ROW,
+          startFirst: true,
+          start: async (extra) => {
+            const app = await start({ CACHE_TTL: '10m', CACHE_L1_ENTRIES: '10000' }, extra);
+            await createCodes(app);
+            return app;
+          },
+        },
+        {
+          name: 'cached, Redis only',
+          start: (extra) => start({ CACHE_TTL: '10m' }, extra),
+        },
+      ];
+      hitPath = await runHitPath(
+        servers,
+        BARE_NEST,
+        paths,
+        {
+          connections: opts.hitConnections,
+          durationS: opts.hitDurationS,
+          warmupS: Math.max(opts.warmupS, 1),
+          rounds: opts.hitRounds,
+          profile,
+          log,
+        },
+        (app) => {
+          if (!apps.includes(app)) apps.push(app);
+        },
+      );
+      for (const app of [...apps]) await stop(app);
+    }
+
     for (const mode of ['db-only', 'cached'] as const) {
+      if (!has('redirects')) break;
       log(`redirects, ${mode}:`);
       const app = await start({ CACHE_ENABLED: String(mode === 'cached'), CACHE_TTL: '10m' });
-      if (codes.length === 0) {
-        for (let i = 0; i < opts.hotCodes; i++) {
-          const res = await fetch(`${app.baseUrl}/urls`, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json' },
-            body: JSON.stringify({ url: `https://example.com/hot/${id}/${i}` }),
-          });
-          codes.push(((await res.json()) as { code: string }).code);
-        }
-      }
+      await createCodes(app);
       if (opts.warmupS > 0) {
         // JIT and connection pools warm; the cache stays cold for the first measured run
         // only in db-only mode (cached mode warms it here).
@@ -207,23 +290,27 @@ export async function runShortenerBench(
       await stop(app);
     }
 
-    log(`one lookup per hot code per cache lifetime (CACHE_TTL ${opts.lifetimeTtlS}s):`);
-    await redis.eval(
-      "for _, k in ipairs(redis.call('KEYS', ARGV[1])) do redis.call('DEL', k) end",
-      0,
-      `${prefix}*`,
-    );
-    const lifeApp = await start({ CACHE_TTL: `${opts.lifetimeTtlS}s` });
-    const lifeRow = await redirectRun(lifeApp, 'cached', 100, opts.lifetimeDurationS);
-    await stop(lifeApp);
-    // Jitter makes lifetimes 0.9..1.1 x TTL: at most one load per code at the start and one per
-    // shortest lifetime after it.
-    const bound = opts.hotCodes * (1 + Math.floor(lifeRow.durationS / (0.9 * opts.lifetimeTtlS)));
-    const lifetime = { ...lifeRow, ttlS: opts.lifetimeTtlS, bound };
+    let lifetime: ShortenerBenchReport['lifetime'];
+    if (has('lifetime')) {
+      log(`one lookup per hot code per cache lifetime (CACHE_TTL ${opts.lifetimeTtlS}s):`);
+      const lifeApp = await start({ CACHE_TTL: `${opts.lifetimeTtlS}s` });
+      await createCodes(lifeApp);
+      await redis.eval(
+        "for _, k in ipairs(redis.call('KEYS', ARGV[1])) do redis.call('DEL', k) end",
+        0,
+        `${prefix}*`,
+      );
+      const lifeRow = await redirectRun(lifeApp, 'cached', 100, opts.lifetimeDurationS);
+      await stop(lifeApp);
+      // Jitter makes lifetimes 0.9..1.1 x TTL: at most one load per code at the start and one
+      // per shortest lifetime after it.
+      const bound = opts.hotCodes * (1 + Math.floor(lifeRow.durationS / (0.9 * opts.lifetimeTtlS)));
+      lifetime = { ...lifeRow, ttlS: opts.lifetimeTtlS, bound };
+    }
 
     const create: CreateRow[] = [];
-    log('creation:');
-    for (const strategy of opts.strategies) {
+    if (has('creation')) log('creation:');
+    for (const strategy of has('creation') ? opts.strategies : []) {
       const strategyTable = `${table}_${strategy}`;
       tables.push(strategyTable);
       const app = await start({ CODE_STRATEGY: strategy, DATABASE_TABLE: strategyTable });
@@ -250,7 +337,8 @@ export async function runShortenerBench(
       stress,
       lifetime,
       create,
-      targets: targetsOf(redirect, stress, lifetime, opts),
+      hitPath,
+      targets: targetsOf(redirect, stress, lifetime, hitPath, opts),
     };
     log(`\n${formatReport(report)}`);
     return report;
@@ -274,15 +362,34 @@ function targetsOf(
   redirect: RedirectRow[],
   stress: RedirectRow[],
   lifetime: ShortenerBenchReport['lifetime'],
+  hitPath: HitPathReport | undefined,
+  opts: ShortenerBenchOptions,
+): Target[] {
+  const targets: Target[] = [];
+  const cachedHit = hitPath?.rows.find((r) => r.name === HIT_PATH_TARGET_ROW);
+  if (hitPath && cachedHit) {
+    targets.push({
+      name: `${HIT_PATH_TARGET_ROW} >= ${HIT_PATH_TARGET * 100} % of ${hitPath.reference} at ${hitPath.connections} connections`,
+      met: cachedHit.ratio >= HIT_PATH_TARGET,
+      detail: hitPath.rows
+        .map((r) => `${r.name} ${Math.round(r.rps)} req/s = ${Math.round(r.ratio * 100)} %`)
+        .join(', '),
+    });
+  }
+  if (redirect.length > 0) targets.push(...redirectTargets(redirect, stress, opts));
+  if (lifetime) targets.push(lifetimeTarget(redirect, lifetime, opts));
+  return targets;
+}
+
+function redirectTargets(
+  redirect: RedirectRow[],
+  stress: RedirectRow[],
   opts: ShortenerBenchOptions,
 ): Target[] {
   const top = Math.max(...opts.connections);
   const dbOnly = redirect.find((r) => r.mode === 'db-only' && r.connections === top);
   const cached = redirect.find((r) => r.mode === 'cached' && r.connections === top);
   const ratio = dbOnly && cached ? cached.rps / dbOnly.rps : NaN;
-  const cachedRows = redirect.filter((r) => r.mode === 'cached');
-  const cachedLookups = cachedRows.reduce((s, r) => s + r.dbLookups, 0);
-  const cacheErrors = cachedRows.reduce((s, r) => s + r.storeErrors, 0) + lifetime.storeErrors;
   const cachedStress = stress.find((r) => r.mode === 'cached');
   const stressTrouble = stress.map(
     (r) => `${r.mode}: ${r.errors} errors, ${r.timeouts} timeouts, ${r.unexpected} non-302`,
@@ -294,17 +401,6 @@ function targetsOf(
       detail: `${Math.round(cached?.rps ?? NaN)} vs ${Math.round(dbOnly?.rps ?? NaN)} req/s = ${ratio.toFixed(2)}x`,
     },
     {
-      name: 'one DB lookup per hot code per cache lifetime',
-      met: cachedLookups === 0 && lifetime.dbLookups <= lifetime.bound,
-      detail:
-        `CACHE_TTL 10m: ${cachedLookups} lookups in the measured cached runs (the ${opts.hotCodes} codes loaded once in the warm-up); ` +
-        `CACHE_TTL ${lifetime.ttlS}s over ${lifetime.durationS}s: ${lifetime.dbLookups} lookups for ${opts.hotCodes} codes ` +
-        `(at most ${lifetime.bound} allowed) of ${lifetime.requests} redirects` +
-        (cacheErrors
-          ? `; ${cacheErrors} cache operations failed or timed out (REDIS_OPERATION_TIMEOUT) and were answered from the database`
-          : ''),
-    },
-    {
       name: `no errors at ${opts.stressConnections} connections`,
       met: stress.every((r) => r.errors === 0 && r.timeouts === 0 && r.unexpected === 0),
       detail: `${stressTrouble.join('; ')}${cachedStress ? '' : ' (no cached run)'}`,
@@ -312,12 +408,36 @@ function targetsOf(
   ];
 }
 
+function lifetimeTarget(
+  redirect: RedirectRow[],
+  lifetime: NonNullable<ShortenerBenchReport['lifetime']>,
+  opts: ShortenerBenchOptions,
+): Target {
+  const cachedRows = redirect.filter((r) => r.mode === 'cached');
+  const cachedLookups = cachedRows.reduce((s, r) => s + r.dbLookups, 0);
+  const cacheErrors = cachedRows.reduce((s, r) => s + r.storeErrors, 0) + lifetime.storeErrors;
+  return {
+    name: 'one DB lookup per hot code per cache lifetime',
+    met: cachedLookups === 0 && lifetime.dbLookups <= lifetime.bound,
+    detail:
+      (cachedRows.length > 0
+        ? `CACHE_TTL 10m: ${cachedLookups} lookups in the measured cached runs (the ${opts.hotCodes} codes loaded once in the warm-up); `
+        : '') +
+      `CACHE_TTL ${lifetime.ttlS}s over ${lifetime.durationS}s: ${lifetime.dbLookups} lookups for ${opts.hotCodes} codes ` +
+      `(at most ${lifetime.bound} allowed) of ${lifetime.requests} redirects` +
+      (cacheErrors
+        ? `; ${cacheErrors} cache operations failed or timed out (REDIS_OPERATION_TIMEOUT) and were answered from the database`
+        : ''),
+  };
+}
+
 export function formatReport(report: ShortenerBenchReport): string {
-  const rows = [
+  const rows: (Omit<RedirectRow, 'mode'> & { mode: string })[] = [
     ...report.redirect,
     ...report.stress,
-    { ...report.lifetime, mode: `cached, TTL ${report.lifetime.ttlS}s` },
   ];
+  if (report.lifetime)
+    rows.push({ ...report.lifetime, mode: `cached, TTL ${report.lifetime.ttlS}s` });
   const redirectTable = renderTable<Omit<RedirectRow, 'mode'> & { mode: string }>(
     [
       { header: 'mode', value: (r) => r.mode },
@@ -353,14 +473,22 @@ export function formatReport(report: ShortenerBenchReport): string {
   const targets = report.targets
     .map((t) => `  [${t.met ? 'met' : 'NOT met'}] ${t.name}: ${t.detail}`)
     .join('\n');
-  return [
-    `Redirects (GET /:code -> 302), ${report.options.hotCodes} hot codes, ${report.options.durationS}s per row, PostgreSQL pool ${report.options.pool}:`,
-    redirectTable,
-    '',
-    `Creation (POST /urls, a new URL per request), ${report.options.createDurationS}s per row:`,
-    createTable,
-    '',
-    'Targets:',
-    targets,
-  ].join('\n');
+  const parts: string[] = [];
+  if (report.hitPath) parts.push(formatHitPath(report.hitPath), '');
+  if (rows.length > 0) {
+    parts.push(
+      `Redirects (GET /:code -> 302), ${report.options.hotCodes} hot codes, ${report.options.durationS}s per row, PostgreSQL pool ${report.options.pool}:`,
+      redirectTable,
+      '',
+    );
+  }
+  if (report.create.length > 0) {
+    parts.push(
+      `Creation (POST /urls, a new URL per request), ${report.options.createDurationS}s per row:`,
+      createTable,
+      '',
+    );
+  }
+  parts.push('Targets:', targets);
+  return parts.join('\n');
 }

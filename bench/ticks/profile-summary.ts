@@ -102,9 +102,11 @@ export function originOf(frame: CallFrame): string {
     return 'V8/native';
   }
   if (url.includes('libs/stream-batch-ack/')) return 'stream-batch-ack';
+  if (url.includes('libs/stampede/')) return 'stampede';
   if (url.includes('/bench/')) return 'bench (recorder, handler)';
   const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
   if (pkg) return pkg[1];
+  if (url.includes('/apps/')) return /\/apps\/([^/]+)/.exec(url)![1];
   if (url.startsWith('node:')) return 'node internals';
   return 'other';
 }

@@ -11,3 +11,8 @@ export const REDIRECTS_TOTAL = 'shortener_redirects_total';
 export const HTTP_REQUEST_DURATION_SECONDS = 'shortener_http_request_duration_seconds';
 /** Duration of every database call, by operation and outcome (ok, error). */
 export const DB_QUERY_DURATION_SECONDS = 'shortener_db_query_duration_seconds';
+
+/** Request and database call durations: from well under a millisecond (a cached redirect) to the timeouts. */
+export const DURATION_BUCKETS = [
+  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+];

@@ -8,19 +8,13 @@ import { Registry } from 'prom-client';
 import {
   DB_LOOKUPS_TOTAL,
   DB_QUERY_DURATION_SECONDS,
-  HTTP_REQUEST_DURATION_SECONDS,
+  DURATION_BUCKETS,
   METRICS_REGISTRY,
   OTEL_PROMETHEUS,
-  REDIRECTS_TOTAL,
 } from './metrics.constants';
 import { MetricsController } from './metrics.controller';
 import { registerOtelPrometheus } from './otel-prometheus';
 import { ShortenerMetrics } from './shortener-metrics';
-
-/** Request durations: from well under a millisecond (a cached redirect) to the timeouts. */
-const HTTP_BUCKETS = [
-  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
-];
 
 /**
  * GET /metrics: this app's prom-client registry, through @willsoto/nestjs-prometheus (the default
@@ -41,23 +35,11 @@ export class ShortenerMetricsModule {
         labelNames: ['result'],
         registers,
       }),
-      makeCounterProvider({
-        name: REDIRECTS_TOTAL,
-        help: 'Redirects answered (302), from the cache or the database',
-        registers,
-      }),
-      makeHistogramProvider({
-        name: HTTP_REQUEST_DURATION_SECONDS,
-        help: 'Duration of HTTP requests, from the first byte to the response sent',
-        labelNames: ['method', 'route', 'status_code'],
-        buckets: HTTP_BUCKETS,
-        registers,
-      }),
       makeHistogramProvider({
         name: DB_QUERY_DURATION_SECONDS,
         help: 'Duration of database calls (a transaction counts as one call)',
         labelNames: ['operation', 'outcome'],
-        buckets: HTTP_BUCKETS,
+        buckets: DURATION_BUCKETS,
         registers,
       }),
     ];

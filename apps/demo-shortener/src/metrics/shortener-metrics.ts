@@ -2,44 +2,70 @@ import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { InjectMetric } from '@willsoto/nestjs-prometheus';
 import type { FastifyInstance } from 'fastify';
-import type { Counter, Histogram } from 'prom-client';
+import { Counter, Histogram, Registry } from 'prom-client';
 import {
   DB_LOOKUPS_TOTAL,
   DB_QUERY_DURATION_SECONDS,
+  DURATION_BUCKETS,
   HTTP_REQUEST_DURATION_SECONDS,
+  METRICS_REGISTRY,
   REDIRECTS_TOTAL,
 } from './metrics.constants';
+import { RequestDurations } from './request-durations';
 
 /**
  * What the app records itself: database lookups of codes, redirects, the duration of each HTTP
  * request (a Fastify onResponse hook, so that errors answered before any handler count too) and
  * of each database call. The stampede library records its own (otel-prometheus.ts).
+ *
+ * What every request records (a redirect, its duration) is noted in the process and handed to
+ * prom-client in batches, at the latest when the metrics are read (see RequestDurations).
  */
 @Injectable()
 export class ShortenerMetrics implements OnModuleInit {
+  private readonly redirects: Counter;
+  private redirectsPending = 0;
+  private readonly durations: RequestDurations;
+
   constructor(
     @InjectMetric(DB_LOOKUPS_TOTAL) private readonly dbLookups: Counter<'result'>,
-    @InjectMetric(REDIRECTS_TOTAL) private readonly redirects: Counter,
-    @InjectMetric(HTTP_REQUEST_DURATION_SECONDS)
-    private readonly httpDuration: Histogram<'method' | 'route' | 'status_code'>,
     @InjectMetric(DB_QUERY_DURATION_SECONDS)
     private readonly dbDuration: Histogram<'operation' | 'outcome'>,
+    @Inject(METRICS_REGISTRY) registry: Registry,
     @Inject(HttpAdapterHost) private readonly adapterHost: HttpAdapterHost,
   ) {
     this.dbLookups.inc({ result: 'found' }, 0);
     this.dbLookups.inc({ result: 'not_found' }, 0);
+    // Both fold what the process noted in when they are read (`collect`, before every scrape).
+    this.redirects = new Counter({
+      name: REDIRECTS_TOTAL,
+      help: 'Redirects answered (302), from the cache or the database',
+      registers: [registry],
+      collect: () => {
+        this.redirects.inc(this.redirectsPending);
+        this.redirectsPending = 0;
+      },
+    });
+    this.durations = new RequestDurations(
+      new Histogram({
+        name: HTTP_REQUEST_DURATION_SECONDS,
+        help: 'Duration of HTTP requests, from the first byte to the response sent',
+        labelNames: ['method', 'route', 'status_code'],
+        buckets: DURATION_BUCKETS,
+        registers: [registry],
+        collect: () => this.durations.flush(),
+      }),
+    );
   }
 
   onModuleInit(): void {
     const fastify = this.adapterHost.httpAdapter?.getInstance<FastifyInstance>();
     fastify?.addHook('onResponse', (request, reply, done) => {
-      this.httpDuration.observe(
-        {
-          method: request.method,
-          // The route pattern (/:code), never the path: one series per route, not per code.
-          route: request.routeOptions.url ?? 'unmatched',
-          status_code: String(reply.statusCode),
-        },
+      this.durations.record(
+        request.method,
+        // The route pattern (/:code), never the path: one series per route, not per code.
+        request.routeOptions.url ?? 'unmatched',
+        reply.statusCode,
         reply.elapsedTime / 1000,
       );
       done();
@@ -51,7 +77,7 @@ export class ShortenerMetrics implements OnModuleInit {
   }
 
   countRedirect(): void {
-    this.redirects.inc();
+    this.redirectsPending++;
   }
 
   /** Redirects answered since start-up. */
