@@ -246,7 +246,8 @@ describe('transport idempotency, default key: a consumer killed between its hand
     worker.on('message', (m: { stuck?: number }) => {
       if (m.stuck === HANG_AFTER) stuck = true;
     });
-    await waitFor('consumer A hung after the side effect', () => stuck, 30_000);
+    // A forked process that loads the TypeScript sources: slow to start on a busy machine.
+    await waitFor('consumer A hung after the side effect', () => stuck, 120_000);
     worker.kill('SIGKILL');
     expect(await exited).toBe('SIGKILL');
     expect(await pendingCount(redis, CRASH, GROUP)).toBe(HANG_AFTER + 1);
@@ -275,5 +276,5 @@ describe('transport idempotency, default key: a consumer killed between its hand
     );
     expect(server.metrics().duplicatesSkipped.redis).toBe(HANG_AFTER);
     expect(await redis.xlen(`${CRASH}:dlq`)).toBe(0);
-  });
+  }, 240_000);
 });

@@ -103,14 +103,14 @@ describe("ordering: 'key': kill -9 of one of 3 consumer processes mid-run", () =
     await waitFor(
       '3 consumer processes ready',
       () => [...workers.values()].every((w) => w.ready),
-      60_000,
+      150_000, // three processes loading the TypeScript sources at once, on a busy machine
     );
     await waitFor(
       'the partitions spread over the 3 processes',
       () => isBalanced(ownedBy([...workers.keys()]), PARTITIONS),
       30_000,
     );
-  }, 90_000);
+  }, 200_000);
 
   afterAll(async () => {
     for (const w of workers.values())
