@@ -127,6 +127,17 @@ export class PartitionOwnership {
   async stop(): Promise<void> {
     this.stopped = true;
     this.clock.clearTimer(this.timer);
+    // With Redis unreachable these would wait for the client's retries: the leases then simply
+    // end by themselves, so close() waits for them at most leaseMs.
+    let timer: unknown;
+    const bound = new Promise<void>(
+      (resolve) => (timer = this.clock.setTimer(resolve, this.options.leaseMs)),
+    );
+    await Promise.race([this.giveUpAll(), bound]);
+    this.clock.clearTimer(timer);
+  }
+
+  private async giveUpAll(): Promise<void> {
     await this.beat?.catch(() => undefined);
     const held = [...this.leases.values()];
     this.leases.clear();
