@@ -607,7 +607,7 @@ export class ServerRedisStreams
 
   /** Counters since start. */
   metrics(): RedisStreamsServerMetrics {
-    return structuredClone(this.telemetry.counters);
+    return this.telemetry.metrics();
   }
 
   /** Acknowledge every queued id now (normally done by size/interval). */
