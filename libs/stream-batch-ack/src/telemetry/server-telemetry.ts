@@ -31,16 +31,16 @@ interface HandlerOutcome {
 
 /** The context of one entry (RedisStreamsContext), as far as telemetry reads it. */
 export interface ProcessedEntry extends HandlerOutcome {
-  readonly id: string;
-  readonly deliveries: number;
-  readonly headers: Headers;
+  getId(): string;
+  getDeliveries(): number;
+  getHeaders(): Headers;
 }
 
 /** The context of a batch (RedisStreamsBatchContext), as far as telemetry reads it. */
 export interface ProcessedBatch extends HandlerOutcome {
-  readonly entries: readonly { readonly headers: Headers }[];
+  getEntries(): readonly { readonly headers: Headers }[];
   /** The entries the handler failed, by id. */
-  readonly failures: ReadonlyMap<string, unknown>;
+  getFailures(): ReadonlyMap<string, unknown>;
 }
 
 export interface ServerTelemetryOptions {
@@ -348,7 +348,7 @@ export class ServerTelemetry {
     };
     let links: Link[] | undefined;
     if (batch) {
-      const entries = (ctx as ProcessedBatch).entries;
+      const entries = (ctx as ProcessedBatch).getEntries();
       attributes[N.ATTR_BATCH_COUNT] = entries.length;
       links = [];
       for (const entry of entries) {
@@ -357,9 +357,9 @@ export class ServerTelemetry {
       }
     } else {
       const one = ctx as ProcessedEntry;
-      attributes[N.ATTR_MESSAGE_ID] = one.id;
-      attributes[N.ATTR_DELIVERIES] = one.deliveries;
-      const remote = this.remoteContext(one.headers);
+      attributes[N.ATTR_MESSAGE_ID] = one.getId();
+      attributes[N.ATTR_DELIVERIES] = one.getDeliveries();
+      const remote = this.remoteContext(one.getHeaders());
       if (remote) parent = api.trace.setSpanContext(parent, remote);
     }
     const span = tracer.startSpan(
@@ -371,7 +371,7 @@ export class ServerTelemetry {
       try {
         const value = await run();
         if (batch) {
-          const failures = (ctx as ProcessedBatch).failures.size;
+          const failures = (ctx as ProcessedBatch).getFailures().size;
           if (failures > 0) span.setAttribute(N.ATTR_BATCH_FAILED, failures);
         }
         record(undefined);

@@ -554,7 +554,7 @@ export class EntryProcessor {
       const error = ctx.hasError() ? ctx.getError() : err;
       return jobs.map(() => ({ error: error ?? new Error('batch handler failed') }));
     }
-    const failures = ctx.failures;
+    const failures = ctx.getFailures();
     return jobs.map((job) =>
       failures.has(job.entry.id)
         ? { error: failures.get(job.entry.id) ?? new Error('failed') }
