@@ -14,8 +14,8 @@ import type { IdempotencyStore } from '../idempotency/idempotency.store';
 import type { IdempotentOptions } from '../idempotency/idempotency.options';
 import type { StreamPartition } from '../partitions/partition-layout';
 import type { DeadLetterCause } from '../dead-letter/dead-letter-entry';
-import type { DeadLetterWriter } from './dead-letter-writer';
-import type { FlowGate } from './flow-gate';
+import type { DeadLetterWriter } from '../dead-letter/dead-letter-writer';
+import type { FlowGate } from '../core/flow-gate';
 import type { DeliveredEntry, PendingReclaimer } from './pending-reclaimer';
 import {
   IdempotencyHandle,
@@ -554,7 +554,7 @@ export class EntryProcessor {
       const error = ctx.hasError() ? ctx.getError() : err;
       return jobs.map(() => ({ error: error ?? new Error('batch handler failed') }));
     }
-    const failures = ctx.failures;
+    const failures = ctx.getFailures();
     return jobs.map((job) =>
       failures.has(job.entry.id)
         ? { error: failures.get(job.entry.id) ?? new Error('failed') }

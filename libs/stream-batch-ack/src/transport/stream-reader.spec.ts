@@ -1,6 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import type { Redis } from 'ioredis';
-import { FlowGate } from './flow-gate';
+import { FlowGate } from '../core/flow-gate';
 import { RawEntry, StreamReader } from './stream-reader';
 
 /**

@@ -2,7 +2,7 @@ import type { Logger } from '@nestjs/common';
 import type { Cluster, Redis } from 'ioredis';
 import { backoffDelay } from '../core/backoff';
 import { describeError } from '../core/errors';
-import type { FlowGate } from './flow-gate';
+import type { FlowGate } from '../core/flow-gate';
 
 /** An entry as Redis returns it: `[id, [field, value, ...]]` (fields are nil for an entry deleted while pending). */
 export type RawEntry = [id: string, fields: string[] | null];
