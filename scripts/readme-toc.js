@@ -48,10 +48,7 @@ function withToc(markdown) {
   const depth = Number(start[1] ?? 2);
   const items = headingsOf(markdown)
     .filter((h) => h.level >= 2 && h.level <= depth)
-    .map(
-      (h) =>
-        `${'  '.repeat(h.level - 2)}- [${h.text.replace(/[[\]]/g, '\\$&')}](#${h.anchor})`,
-    );
+    .map((h) => `${'  '.repeat(h.level - 2)}- [${h.text.replace(/[[\]]/g, '\\$&')}](#${h.anchor})`);
   const head = markdown.slice(0, start.index + start[0].length);
   return `${head}\n\n${items.join('\n')}\n\n${markdown.slice(end)}`;
 }
