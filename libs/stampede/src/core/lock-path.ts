@@ -49,6 +49,14 @@ export class LockPath {
     return promise.then((o) => ({ value: o.value, waited: o.waited, loaded: false, joined: true }));
   }
 
+  /**
+   * The lock path of a caller that holds the key's `lock` slot itself and made a first attempt
+   * already (getOrLoadMany sends the first attempts of its keys together): try, wait, load.
+   */
+  waitAndLoad<T>(call: Call<T>): Promise<LockOutcome<T>> {
+    return this.lockAndLoad(call);
+  }
+
   private async lockAndLoad<T>(call: Call<T>): Promise<LockOutcome<T>> {
     const { key, m, e } = call;
     const lock = call.policy.lock!;
