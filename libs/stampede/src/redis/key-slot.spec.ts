@@ -1,7 +1,6 @@
 import { bySlot, keySlot } from './key-slot';
 
 // The slot function ioredis routes with (a dependency of ioredis, without types).
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const calculateSlot = require('cluster-key-slot') as (key: string) => number;
 
 describe('keySlot', () => {
