@@ -14,6 +14,7 @@ export async function mget<T>(
   codec: EnvelopeCodec,
 ): Promise<(Envelope<T> | undefined)[]> {
   let raws: (string | null)[];
+  if (names.length === 0) return [];
   if (client instanceof Cluster) {
     raws = new Array<string | null>(names.length);
     await Promise.all(
