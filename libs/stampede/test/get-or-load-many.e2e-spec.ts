@@ -8,6 +8,7 @@ import {
   StampedeModuleOptions,
   StampedeService,
 } from '@nest-redis-resilience/stampede';
+import { waitFor } from '../../../test/support/wait';
 import { delay, deleteKeys, REDIS_URL, ThrowawayRedis, uniquePrefix } from './support/redis';
 
 const TTL = 60_000;
@@ -180,6 +181,35 @@ describe('getOrLoadMany on two instances (real Redis)', () => {
       await services[1].getOrLoadMany(['err:a', 'err:b', 'err:c'], retry.load, LOCKED),
     ).toEqual(['v:err:a', 'v:err:b', 'v:err:c']);
     expect(retry.calls).toEqual([['err:a', 'err:b']]);
+  });
+
+  it('null is cached; tags: invalidateTags drops the values of a batch on both instances', async () => {
+    const policy = { ttl: TTL, lock: true, tags: ['shelf:1'] };
+    const loader = new CountingLoader(0);
+    const load = async (keys: string[]) => ({ ...(await loader.load(keys)), 'tag:nil': null });
+    const keys = ['tag:a', 'tag:nil'];
+    expect(await services[0].getOrLoadMany(keys, load, policy)).toEqual(['v:tag:a', null]);
+    expect(await services[1].getOrLoadMany(keys, load, policy)).toEqual(['v:tag:a', null]);
+    expect(loader.calls).toHaveLength(1);
+    await services[1].invalidateTags(['shelf:1']);
+    expect(await services[0].getOrLoadMany(keys, load, policy)).toEqual(['v:tag:a', null]);
+    // Loaded again, once each (in one call or two: their locks were just filled, so they are
+    // taken on a second attempt each).
+    expect(loader.calls.slice(1).flat().sort()).toEqual([...keys].sort());
+  });
+
+  it('grace: stale values are served at once while one background call refreshes them', async () => {
+    const policy = { ttl: 300, grace: 60_000, lock: true };
+    const loader = new CountingLoader(0);
+    const keys = ['grace:a', 'grace:b', 'grace:c'];
+    await services[0].getOrLoadMany(keys, loader.load, policy);
+    await delay(400); // past the TTL, within grace
+    const slow = new CountingLoader(300);
+    const stale = await services[1].getOrLoadMany(keys, slow.load, policy);
+    expect(stale).toEqual(keys.map((k) => `v:${k}`));
+    expect(services[1].metrics().getOrLoadMany.staleServes).toBeGreaterThanOrEqual(3);
+    await waitFor('the refresh to finish', () => slow.perKey.size === 3 && slow.calls.length > 0);
+    expect([...slow.perKey.values()]).toEqual([1, 1, 1]);
   });
 
   it('rejects keys that are not an array of strings, and a loader that is not a function', async () => {

@@ -4,7 +4,7 @@ import { BatchResult, MissingBatch } from './missing-batch';
 const signal = () => new AbortController().signal;
 
 describe('MissingBatch', () => {
-  it('keys asked for in one synchronous stretch share one loader call; later ones start another', async () => {
+  it('keys asked for in one turn of the event loop share one loader call; later ones start another', async () => {
     const calls: string[][] = [];
     const batch = new MissingBatch<string>((keys) => {
       calls.push(keys);
@@ -64,7 +64,7 @@ describe('MissingBatch', () => {
     }, 'test');
     const [one, two] = [new AbortController(), new AbortController()];
     const loads = [batch.loaderOf('a')(one.signal), batch.loaderOf('b')(two.signal)];
-    await Promise.resolve();
+    await new Promise((resolve) => setImmediate(resolve));
     one.abort(new Error('timeout'));
     expect(seen?.aborted).toBe(false);
     two.abort(new Error('timeout'));

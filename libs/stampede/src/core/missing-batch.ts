@@ -11,9 +11,10 @@ export type BatchResult<T> = Record<string, T> | Map<string, T>;
 /**
  * Turns one batch loader into per-key loaders, so that each key goes through the same run-and-fill
  * path as getOrLoad's, while the keys asked for together cost one loader call: the keys requested
- * in one synchronous stretch (the flow starts the loads of the keys it won in one loop) are
- * loaded by one call, made on the next microtask. A key requested later (after a lock wait, for
- * example) starts a new call, with the keys requested alongside it.
+ * within one turn of the event loop (the flow starts the loads of the keys it won in one loop;
+ * waiters woken by replies of one read from Redis run in one turn) are loaded by one call, made
+ * in the next (setImmediate). A key requested later starts a new call, with the keys requested
+ * alongside it.
  *
  * A key the loader leaves out resolves to `undefined` (a miss, never cached); a loader error, or
  * a result that is neither a Record nor a Map, rejects the keys of that call only.
@@ -35,7 +36,7 @@ export class MissingBatch<T> {
     let call = this.next;
     if (!call) {
       call = this.next = new PendingCall<T>();
-      queueMicrotask(() => {
+      setImmediate(() => {
         this.next = undefined;
         call!.start(this.loadMissing, this.where);
       });
