@@ -7,6 +7,7 @@ import {
   StampedeModule,
   StampedeModuleOptions,
   StampedeService,
+  StampedeTimeoutError,
 } from '@nest-redis-resilience/stampede';
 import { waitFor } from '../../../test/support/wait';
 import { delay, deleteKeys, REDIS_URL, ThrowawayRedis, uniquePrefix } from './support/redis';
@@ -337,5 +338,63 @@ describe('getOrLoadMany without Redis (the in-memory store)', () => {
     // L1 answers the next batch
     expect(await service.getOrLoadMany(keys, loader.load, { ttl: TTL })).toHaveLength(50);
     expect(service.metrics().getOrLoadMany.l1Hits).toBe(50);
+  });
+
+  it('a hard timeout rejects the call with a StampedeTimeoutError and aborts the loader once every key gave up', async () => {
+    const service = app.get(StampedeService);
+    let signal: AbortSignal | undefined;
+    // Never answers: ends when its signal aborts.
+    const slow = (_keys: string[], s: AbortSignal) =>
+      new Promise<Record<string, string>>((_resolve, reject) => {
+        signal = s;
+        s.addEventListener('abort', () => reject(s.reason as Error));
+      });
+    await expect(
+      service.getOrLoadMany(['slow:a', 'slow:b'], slow, { ttl: TTL, timeout: 100 }),
+    ).rejects.toThrow(StampedeTimeoutError);
+    expect(signal?.aborted).toBe(true);
+  });
+});
+
+describe('getOrLoadMany while Redis is down (a redis-server of this test)', () => {
+  jest.setTimeout(60_000);
+  let server: ThrowawayRedis;
+  let app: TestingModule;
+
+  beforeAll(async () => {
+    server = await ThrowawayRedis.start();
+    app = await startApp({ redis: server.url, operationTimeout: 1000 });
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await server?.destroy();
+  });
+
+  it('answers the values held here without a load, and loads the others in one call; caches again once Redis is back', async () => {
+    const service = app.get(StampedeService);
+    const loader = new CountingLoader(0);
+    await service.getOrLoadMany(['down:a', 'down:b'], loader.load, LOCKED);
+    await server.stop();
+    const keys = ['down:a', 'down:b', 'down:c', 'down:d'];
+    expect(await service.getOrLoadMany(keys, loader.load, LOCKED)).toEqual(
+      keys.map((k) => `v:${k}`),
+    );
+    expect(loader.calls).toEqual([
+      ['down:a', 'down:b'],
+      ['down:c', 'down:d'],
+    ]);
+    expect(service.metrics().getOrLoadMany.storeErrors).toBeGreaterThan(0);
+
+    await server.start();
+    await waitFor('the batch to be cached in Redis again', async () => {
+      await service.getOrLoadMany(['down:e'], loader.load, LOCKED);
+      const admin = new Redis(server.url);
+      try {
+        return (await admin.exists('stampede:{down:e}')) === 1;
+      } finally {
+        admin.disconnect();
+      }
+    });
   });
 });
