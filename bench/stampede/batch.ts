@@ -1,7 +1,8 @@
 /*
  * The batch scenario of `npm run bench:stampede -- --scenario batch`: 100 keys, 50 of them
- * cached, asked for by 1 or 2 instances at once, with a lock per key; getOrLoadMany against a
- * per-key getOrLoad for each key (all sent together). Per 100 keys: the Redis commands (INFO
+ * cached, asked for by 1 or 2 instances at once, with a lock per key; getOrLoadMany against
+ * getOrLoad for each key, in a loop (one after the other) or all together (Promise.all, whose
+ * commands share round trips). Per 100 keys: the Redis commands (INFO
  * commandstats of a private redis-server), the round trips (a proxy in front of it counts the
  * times a connection sends after its last reply, so pipelined commands count once), the loader
  * calls and the keys loaded. Each instance is a Nest application context in this process with
@@ -20,7 +21,7 @@ const KEYS = 100;
 const CACHED = 50;
 const POLICY = { ttl: 600_000, lock: { ttl: 5000 } };
 
-export type BatchFlow = 'getOrLoadMany' | 'per-key getOrLoad';
+export type BatchFlow = 'getOrLoadMany' | 'per-key, together' | 'per-key loop';
 
 export interface BatchRow {
   flow: BatchFlow;
@@ -73,7 +74,7 @@ export async function batchLoads(ctx: ScenarioContext): Promise<BatchRow[]> {
     const services = apps.map((app) => app.get(StampedeService));
     let n = 0;
     for (const instances of [1, 2]) {
-      for (const flow of ['per-key getOrLoad', 'getOrLoadMany'] as BatchFlow[]) {
+      for (const flow of ['per-key loop', 'per-key, together', 'getOrLoadMany'] as BatchFlow[]) {
         const samples: Omit<BatchRow, 'flow' | 'instances'>[] = [];
         for (let round = 0; round < rounds; round++) {
           const keys = Array.from({ length: KEYS }, (_, i) => `b${++n}:${i}`);
@@ -94,15 +95,12 @@ export async function batchLoads(ctx: ScenarioContext): Promise<BatchRow[]> {
           proxy.reset();
           const started = performance.now();
           await Promise.all(
-            services
-              .slice(0, instances)
-              .map((s) =>
-                flow === 'getOrLoadMany'
-                  ? s.getOrLoadMany(keys, load, POLICY)
-                  : Promise.all(
-                      keys.map((k) => s.getOrLoad(k, async () => (await load([k]))[k], POLICY)),
-                    ),
-              ),
+            services.slice(0, instances).map(async (s) => {
+              const one = (k: string) => s.getOrLoad(k, async () => (await load([k]))[k], POLICY);
+              if (flow === 'getOrLoadMany') await s.getOrLoadMany(keys, load, POLICY);
+              else if (flow === 'per-key, together') await Promise.all(keys.map(one));
+              else for (const k of keys) await one(k);
+            }),
           );
           const ms = performance.now() - started;
           const turns = proxy.turns;
