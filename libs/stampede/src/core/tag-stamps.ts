@@ -16,7 +16,7 @@ export class TagStamps {
   private readonly fetches = new SingleFlight<void>();
 
   constructor(
-    private readonly store: Pick<ValueStore, 'tagVersions'>,
+    private readonly store: Pick<ValueStore, 'tagVersions' | 'tagStates'>,
     private readonly tags: TagVersions,
     private readonly bus: InvalidationBusWatch,
     private readonly guard: StoreGuard,
@@ -41,6 +41,11 @@ export class TagStamps {
 
   private async fetch(tag: string): Promise<void> {
     const fetchedAt = this.clock.now();
+    if (this.store.tagStates) {
+      const [state] = await this.store.tagStates([tag], [this.tags.next(tag)]);
+      this.tags.learn(tag, state.version, fetchedAt, state.hardFloor);
+      return;
+    }
     const [version] = this.store.tagVersions
       ? await this.store.tagVersions([tag], [this.tags.next(tag)])
       : [this.tags.next(tag, fetchedAt)];
