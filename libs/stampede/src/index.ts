@@ -1,5 +1,6 @@
 export { StampedeModule } from './nest/stampede.module';
 export { StampedeService } from './nest/stampede.service';
+export type { StampedeSetOptions, InvalidateTagsOptions } from './nest/stampede.service';
 export { Cacheable, DistLock, JitterTtl, SingleFlight, XFetch } from './nest/stampede.decorators';
 export type { CacheableOptions } from './nest/stampede.decorators';
 export type { StampedeModuleOptions } from './nest/stampede.options';
@@ -19,6 +20,7 @@ export { StampedeInterceptor } from './nest/stampede.interceptor';
 
 export type { Duration } from './core/duration';
 export { currentLoadSignal } from './core/stampede-engine';
+export { currentLoadContext, LoadContext } from './core/load-context';
 export type { Loader, StampedeFailSafeState } from './core/stampede-engine';
 export type { StampedeSerializer } from './core/envelope';
 export type {
@@ -56,6 +58,8 @@ export type {
   ReadOrLockResult,
   FillWatch,
   InvalidationMessage,
+  InvalidationMode,
+  TagState,
 } from './core/store';
 export {
   StampedeError,
