@@ -86,7 +86,9 @@ export class EntryAccess {
    * Rejects when the store does not confirm it, or the serializer cannot write the value.
    */
   async set<T>(key: string, value: T, options: EntryOptions, e: MethodEntry): Promise<void> {
-    const stamp = await this.tagStamps.stamp(withAllKeysTag(options.tags), e.counts);
+    // Versions read from the store: a clear() or invalidateTags() that another instance has just
+    // done (its broadcast still on the way) must not drop this value.
+    const stamp = await this.tagStamps.stamp(withAllKeysTag(options.tags), e.counts, true);
     const ttl = options.jitter ? jitterTtl(options.ttl, options.jitter, this.random) : options.ttl;
     const envelope: Envelope<T> = { v: value, d: 0, e: this.clock.now() + ttl, t: stamp };
     if (options.grace > 0) envelope.g = options.grace;

@@ -249,6 +249,14 @@ export class StampedeEngine {
     await this.entries.set(key, value, options, this.metrics.entry(name));
   }
 
+  /**
+   * Reads the version of the prefix (see clear()) before the first call, so that calls do not
+   * pay for it; when the store does not answer, the first call that stamps a value reads it.
+   */
+  async prepare(): Promise<void> {
+    await this.tagStamps.prefetch([ALL_KEYS_TAG]);
+  }
+
   /** Entries and size of the in-process tier. */
   l1Stats(): { entries: number; bytes: number } | undefined {
     return this.held.l1Stats();

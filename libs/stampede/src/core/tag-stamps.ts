@@ -23,8 +23,18 @@ export class TagStamps {
     private readonly clock: Clock,
   ) {}
 
-  async stamp(tags: string[], m: MethodMetrics): Promise<Record<string, number>> {
-    const missing = this.tags.missing(tags, this.bus.verifiedAfter(this.clock.now()));
+  /**
+   * With `fromStore`, every version is read from the store again, so that an invalidation done
+   * just before on another instance counts even if its broadcast has not arrived yet.
+   */
+  async stamp(
+    tags: string[],
+    m: MethodMetrics,
+    fromStore = false,
+  ): Promise<Record<string, number>> {
+    const missing = fromStore
+      ? tags
+      : this.tags.missing(tags, this.bus.verifiedAfter(this.clock.now()));
     if (missing.length > 0) {
       const wasDown = this.guard.down;
       try {
@@ -37,6 +47,15 @@ export class TagStamps {
       }
     }
     return this.tags.stamp(tags);
+  }
+
+  /** Reads the versions of `tags` ahead of use; a failure is left for the calls to see. */
+  async prefetch(tags: string[]): Promise<void> {
+    await Promise.all(
+      tags.map((tag) =>
+        this.fetches.run(tag, () => this.fetch(tag)).promise.catch(() => undefined),
+      ),
+    );
   }
 
   private async fetch(tag: string): Promise<void> {

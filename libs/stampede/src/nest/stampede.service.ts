@@ -78,10 +78,14 @@ export class StampedeService implements OnModuleInit, OnApplicationShutdown {
     });
   }
 
-  /** Forwards the events to @nestjs/event-emitter, for `@OnEvent('stampede.store.unavailable')`. */
-  onModuleInit(): void {
+  /**
+   * Forwards the events to @nestjs/event-emitter, for `@OnEvent('stampede.store.unavailable')`,
+   * and reads the version of the key prefix (see `clear()`) once, so that calls do not.
+   */
+  async onModuleInit(): Promise<void> {
     const emitter = findEventEmitter(this.moduleRef);
     if (emitter) this.events.sink = (event, payload) => emitter.emit(event, payload);
+    await this.engine.prepare();
   }
 
   /**
