@@ -154,8 +154,10 @@ export class StampedeService implements OnModuleInit, OnApplicationShutdown {
   invalidateTags(tags: string[], options: InvalidateTagsOptions = {}): Promise<void> {
     const mode = options.mode ?? 'hard';
     if (mode !== 'hard' && mode !== 'soft') {
-      throw new StampedeConfigError(
-        `StampedeService.invalidateTags: mode must be 'hard' or 'soft', got ${String(mode)}`,
+      return Promise.reject(
+        new StampedeConfigError(
+          `StampedeService.invalidateTags: mode must be 'hard' or 'soft', got ${String(mode)}`,
+        ),
       );
     }
     return this.engine.invalidateTags(tags, mode);
