@@ -1,5 +1,6 @@
 import { MemoryStore } from '../memory/memory-store';
 import { ManualClock } from './clock';
+import type { LoadContext } from './load-context';
 import { resolvePolicy } from './policy';
 import { StampedeEngine } from './stampede-engine';
 
@@ -99,7 +100,7 @@ describe('StampedeEngine entries (memory store, fake clock)', () => {
   it("the loader's context sets ttl, grace and skip", async () => {
     const policy = resolvePolicy({ ttl: 60_000 }, 60_000, 't');
     let loads = 0;
-    const loader = async (_signal: AbortSignal, ctx: { ttl?: number; grace?: number }) => {
+    const loader = async (_signal: AbortSignal, ctx: LoadContext) => {
       ctx.ttl = 100;
       ctx.grace = 1000;
       return ++loads;
@@ -111,7 +112,7 @@ describe('StampedeEngine entries (memory store, fake clock)', () => {
     await flush();
     expect(await engine.getOrLoad('k', loader, policy)).toBe(2);
 
-    const skipped = async (_signal: AbortSignal, ctx: { skip?: boolean }) => {
+    const skipped = async (_signal: AbortSignal, ctx: LoadContext) => {
       ctx.skip = true;
       return 'x';
     };
