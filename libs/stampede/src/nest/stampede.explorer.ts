@@ -7,7 +7,7 @@ import { LoadContext, runInLoadContext } from '../core/load-context';
 import { checkTags } from '../core/policy';
 import { STAMPEDE_POLICY } from './stampede.constants';
 import type { MethodPolicyMetadata } from './stampede.decorators';
-import { bindsInterceptor, StampedeInterceptor } from './stampede.interceptor';
+import { bindsInterceptor, StampedeInterceptor } from './route-cache.interceptor';
 import { StampedeService } from './stampede.service';
 
 const WRAPPED = Symbol('stampede:wrapped');
