@@ -41,8 +41,7 @@ export class HeldValues {
     // While invalidations are missed, an entry or a tag version not verified lately is read from
     // the store again.
     const verifiedAfter = this.bus.verifiedAfter(now);
-    if (tags !== undefined && tags.length > 0 && this.tags.missing(tags, verifiedAfter).length > 0)
-      return undefined;
+    if (tags !== undefined && this.tags.anyMissing(tags, verifiedAfter)) return undefined;
     const envelope = this.l1.get<T>(key, now, verifiedAfter);
     if (!envelope || envelope.e <= now) return undefined;
     const check = this.tags.check(envelope.t);

@@ -302,7 +302,7 @@ export class StampedeEngine {
     const { key, policy } = call;
     try {
       if (!policy.cache) return await this.runUncached(call);
-      call.stamp = await this.tagStamps.stamp(tags, call.m);
+      call.stamp = this.tagStamps.known(tags) ?? (await this.tagStamps.stamp(tags, call.m));
       let envelope;
       const wasDown = this.guard.down;
       try {

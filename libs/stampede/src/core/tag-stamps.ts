@@ -23,6 +23,12 @@ export class TagStamps {
     private readonly clock: Clock,
   ) {}
 
+  /** The stamp of `tags` when every version is known here (no store read, no promise), else undefined. */
+  known(tags: string[]): Record<string, number> | undefined {
+    if (this.tags.anyMissing(tags, this.bus.verifiedAfter(this.clock.now()))) return undefined;
+    return this.tags.stamp(tags);
+  }
+
   /**
    * With `fromStore`, every version is read from the store again, so that an invalidation done
    * just before on another instance counts even if its broadcast has not arrived yet.

@@ -32,11 +32,20 @@ export class TagVersions {
    * missed), also those not fetched since then.
    */
   missing(tags: string[], fetchedAfter?: number): string[] {
-    return tags.filter(
-      (tag) =>
-        !this.known.has(tag) ||
-        this.unverified.has(tag) ||
-        (fetchedAfter !== undefined && (this.fetchedAt.get(tag) ?? -Infinity) <= fetchedAfter),
+    return tags.filter((tag) => this.isMissing(tag, fetchedAfter));
+  }
+
+  /** Whether `missing` would name one of `tags` (without allocating: the L1 hit path). */
+  anyMissing(tags: string[], fetchedAfter?: number): boolean {
+    for (const tag of tags) if (this.isMissing(tag, fetchedAfter)) return true;
+    return false;
+  }
+
+  private isMissing(tag: string, fetchedAfter: number | undefined): boolean {
+    return (
+      !this.known.has(tag) ||
+      this.unverified.has(tag) ||
+      (fetchedAfter !== undefined && (this.fetchedAt.get(tag) ?? -Infinity) <= fetchedAfter)
     );
   }
 
@@ -101,7 +110,9 @@ export class TagVersions {
   check(stamp: Record<string, number> | undefined): StampCheck {
     if (!stamp) return 'current';
     let result: StampCheck = 'current';
-    for (const [tag, version] of Object.entries(stamp)) {
+    // for...in, not Object.entries: every hit checks a stamp, and this allocates nothing.
+    for (const tag in stamp) {
+      const version = stamp[tag];
       if (!isVersion(version)) return 'invalid'; // not a stamp of ours: a miss
       const known = this.known.get(tag);
       if (known === undefined || version > known) this.learn(tag, version);
