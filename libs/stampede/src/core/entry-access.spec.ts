@@ -39,6 +39,16 @@ describe('StampedeEngine entries (memory store, fake clock)', () => {
     expect(await engine.get('k', 'get')).toBeUndefined();
   });
 
+  it('set leaves the other values alone, tagged or not', async () => {
+    const policy = resolvePolicy({ ttl: 60_000, tags: ['t'] }, 60_000, 't');
+    let loads = 0;
+    expect(await engine.getOrLoad('a', async () => ++loads, policy)).toBe(1);
+    await engine.set('b', 'b', { ...entry, tags: ['t'] }, 'set');
+    await engine.set('c', 'c', entry, 'set');
+    expect(await engine.getOrLoad('a', async () => ++loads, policy)).toBe(1);
+    expect(await engine.get('b', 'get')).toBe('b');
+  });
+
   it('a value set is what getOrLoad serves; jitter spreads its ttl', async () => {
     await engine.set('k', 'set', { ...entry, jitter: 0.5 }, 'set');
     const policy = resolvePolicy({ ttl: 60_000 }, 60_000, 't');

@@ -38,9 +38,12 @@ export class TagStamps {
     m: MethodMetrics,
     fromStore = false,
   ): Promise<Record<string, number>> {
-    const missing = fromStore
-      ? tags
-      : this.tags.missing(tags, this.bus.verifiedAfter(this.clock.now()));
+    // Without versions in the store (a store of this process), what is known here is current.
+    const shared = this.store.tagStates !== undefined || this.store.tagVersions !== undefined;
+    const missing =
+      fromStore && shared
+        ? tags
+        : this.tags.missing(tags, this.bus.verifiedAfter(this.clock.now()));
     if (missing.length > 0) {
       const wasDown = this.guard.down;
       try {
