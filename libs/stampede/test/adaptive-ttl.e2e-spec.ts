@@ -1,8 +1,10 @@
-import { Injectable } from '@nestjs/common';
+import { Controller, Get, INestApplication, Injectable, Query } from '@nestjs/common';
 import { Test, TestingModule } from '@nestjs/testing';
 import { Redis } from 'ioredis';
+import request from 'supertest';
 import {
   Cacheable,
+  CacheRoute,
   currentLoadContext,
   DistLock,
   LoadContext,
@@ -44,6 +46,21 @@ class TokenService {
   /** Outside a load there is no context. */
   contextHere(): LoadContext | undefined {
     return currentLoadContext();
+  }
+}
+
+let quoteRuns = 0;
+
+@Controller('quotes')
+class QuotesController {
+  /** A route sets the TTL of its cached response from the data too. */
+  @Get()
+  @CacheRoute({ ttl: '1m' })
+  async quote(@Query('symbol') symbol: string) {
+    quoteRuns++;
+    const context = currentLoadContext();
+    if (context) context.ttl = symbol === 'volatile' ? 1500 : '10m';
+    return { symbol, price: 42 };
   }
 }
 
@@ -143,6 +160,28 @@ describe('adaptive TTL: the loader sets TTL, grace and tags (two instances, real
     expect(await b.stampede.getOrLoad('graced:1', loader)).toBe(1); // stale, at once
     await waitFor('refreshed', async () => (await b.stampede.get('graced:1')) === 2);
     expect(n).toBe(2);
+  });
+
+  it('a @CacheRoute handler sets the TTL of its response through currentLoadContext()', async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [StampedeModule.forRoot({ redis: REDIS_URL, keyPrefix: prefix })],
+      controllers: [QuotesController],
+    }).compile();
+    const http: INestApplication = moduleRef.createNestApplication({ logger: false });
+    await http.init();
+    try {
+      await request(http.getHttpServer()).get('/quotes?symbol=volatile').expect(200);
+      await request(http.getHttpServer()).get('/quotes?symbol=steady').expect(200);
+      const hit = await request(http.getHttpServer()).get('/quotes?symbol=volatile').expect(200);
+      expect(hit.body).toEqual({ symbol: 'volatile', price: 42 });
+      expect(quoteRuns).toBe(2);
+      const volatile = await pttl('route:GET /quotes?symbol=volatile');
+      expect(volatile).toBeGreaterThan(0);
+      expect(volatile).toBeLessThanOrEqual(1500);
+      expect(await pttl('route:GET /quotes?symbol=steady')).toBeGreaterThan(60_000);
+    } finally {
+      await http.close();
+    }
   });
 
   it('outside a load there is no context; a bad TTL fails the call and caches nothing', async () => {
