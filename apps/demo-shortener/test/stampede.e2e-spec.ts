@@ -102,4 +102,19 @@ describe('shortener: redirects of an expired hot code (stampede)', () => {
     expect(answers.filter((r) => r.status === 404)).toHaveLength(500);
     expect((await lookups()) - before).toBe(1);
   });
+
+  it('an unknown code is cached for the miss TTL (set by the lookup), a known one for CACHE_TTL', async () => {
+    await request(baseA).get('/nosuch43').expect(404);
+    const key = urlKeyOf(a, prefix, 'nosuch43');
+    const ttl = await redis.pttl(key);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(30_000); // MISS_CACHE_TTL (default 30 s), CACHE_TTL is 60 s
+    const created = await request(baseB)
+      .post('/urls')
+      .send({ url: 'https://example.com/created/after/miss' })
+      .expect(201);
+    const fresh = urlKeyOf(a, prefix, created.body.code);
+    await request(baseA).get(`/${created.body.code}`).expect(302);
+    expect(await redis.pttl(fresh)).toBeGreaterThan(30_000);
+  });
 });

@@ -1,5 +1,6 @@
 export { StampedeModule } from './nest/stampede.module';
 export { StampedeService } from './nest/stampede.service';
+export type { StampedeSetOptions, InvalidateTagsOptions } from './nest/stampede.service';
 export { Cacheable, DistLock, JitterTtl, SingleFlight, XFetch } from './nest/stampede.decorators';
 export type { CacheableOptions } from './nest/stampede.decorators';
 export { CacheableMany } from './nest/cacheable-many';
@@ -21,6 +22,7 @@ export { StampedeInterceptor } from './nest/route-cache.interceptor';
 
 export type { Duration } from './core/duration';
 export { currentLoadSignal } from './core/stampede-engine';
+export { currentLoadContext, LoadContext } from './core/load-context';
 export type {
   BatchLoader,
   BatchResult,
@@ -63,6 +65,8 @@ export type {
   ReadOrLockResult,
   FillWatch,
   InvalidationMessage,
+  InvalidationMode,
+  TagState,
 } from './core/store';
 export {
   StampedeError,

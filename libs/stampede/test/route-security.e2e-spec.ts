@@ -183,8 +183,9 @@ describe.each(['express', 'fastify'] as const)(
     }
 
     /** The route keys stored under this test's prefix. */
+    // The values stored, without the version of the key prefix (`__tag:{}`, see clear()).
     const storedKeys = async () =>
-      (await redis.keys(`${prefix}*`)).map((k) => k.slice(prefix.length)).sort();
+      (await redis.keys(`${prefix}{*`)).map((k) => k.slice(prefix.length)).sort();
 
     beforeAll(() => {
       redis = new Redis(REDIS_URL);

@@ -10,11 +10,8 @@ export function cacheKeyPrefix(redisKeyPrefix: string, databaseId: string): stri
   return `${redisKeyPrefix}db-${databaseId}:`;
 }
 
-/** The cached record of a code. */
+/** The cached record of a code, or its cached "no such code" (null). */
 export const urlCacheKey = (code: string) => `url:${code}`;
-
-/** The cached "no such code" of a code. */
-export const missCacheKey = (code: string) => `miss:${code}`;
 
 /**
  * The redirect count of a code, under the app's key prefix for this database: a counter in the

@@ -1,12 +1,16 @@
 import type { EnvelopeCodec, Envelope } from './envelope';
 import { StampedeSerializationError } from './errors';
+import type { LoadContext } from './load-context';
 import type { MethodMetrics } from './metrics';
 import type { MethodEntry } from './metrics-registry';
 import type { StampedePolicy } from './policy';
 import type { TracedCall } from './telemetry';
 
-/** Computes a value. `signal` aborts when the load passes its hard timeout. */
-export type Loader<T> = (signal: AbortSignal) => Promise<T> | T;
+/**
+ * Computes a value. `signal` aborts when the load passes its hard timeout; on `context` the
+ * loader may set the TTL, grace and tags of the value it returns (see LoadContext).
+ */
+export type Loader<T> = (signal: AbortSignal, context: LoadContext) => Promise<T> | T;
 
 export interface EngineLogger {
   warn(message: string): void;
@@ -56,10 +60,22 @@ export function storable(value: unknown, policy: StampedePolicy): boolean {
   return value !== undefined && (value !== null || policy.cacheNull);
 }
 
-/** The envelope of a value loaded from `started` to `now`, stamped with the call's tag versions. */
-export function envelopeOf<T>(call: Call<T>, value: T, started: number, now: number, ttl: number) {
+/**
+ * The envelope of a value loaded from `started` to `now`, stamped with the call's tag versions
+ * (or `stamp`), with its grace when it has one.
+ */
+export function envelopeOf<T>(
+  call: Call<T>,
+  value: T,
+  started: number,
+  now: number,
+  ttl: number,
+  grace = call.policy.grace,
+  stamp = call.stamp,
+) {
   const envelope: Envelope<T> = { v: value, d: now - started, e: now + ttl };
-  if (call.stamp) envelope.t = call.stamp;
+  if (stamp) envelope.t = stamp;
+  if (grace > 0) envelope.g = grace;
   return envelope;
 }
 

@@ -7,6 +7,11 @@ export interface Envelope<T = unknown> {
   e: number;
   /** Versions of the value's tags when its load started (see tag-versions.ts). */
   t?: Record<string, number>;
+  /**
+   * Grace of the value in ms, when it has one: how long past `e` it is kept and served stale.
+   * Readers use it rather than their own policy's grace (a loader or `set` may choose it).
+   */
+  g?: number;
 }
 
 /** Turns values into text and back. The default is JSON; pass one that round-trips Date, Map, BigInt... */
@@ -53,6 +58,7 @@ export class EnvelopeCodec {
       e: parsed.e,
     };
     if (parsed.t && typeof parsed.t === 'object') envelope.t = parsed.t;
+    if (typeof parsed.g === 'number' && parsed.g > 0) envelope.g = parsed.g;
     (envelope as Sized)[ENCODED_SIZE] = raw.length;
     return envelope;
   }
@@ -69,6 +75,11 @@ export function decodeEnvelope<T = unknown>(
   raw: string | null | undefined,
 ): Envelope<T> | undefined {
   return defaultCodec.decode<T>(raw);
+}
+
+/** How long past its expiry `envelope` is kept and served stale: its own grace, else `policyGrace`. */
+export function graceOf(envelope: Envelope, policyGrace: number): number {
+  return envelope.g ?? policyGrace;
 }
 
 /** True when both describe the same stored entry (same write): expiry and load time match. */

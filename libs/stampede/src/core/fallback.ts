@@ -3,6 +3,7 @@ import type { Clock } from './clock';
 import type { EnvelopeCodec } from './envelope';
 import type { HeldValues } from './held-values';
 import type { KeyStates } from './key-state';
+import { LoadContext, loadSettings } from './load-context';
 import type { LoaderRun } from './loader-run';
 import type { StoreGuard } from './store-guard';
 
@@ -43,14 +44,18 @@ export class Fallback {
   private async load<T>(call: Call<T>): Promise<T> {
     const started = this.clock.now();
     const controller = new AbortController();
+    const context = new LoadContext(call.key, controller.signal);
     const value = await this.loader.bounded(
-      this.loader.run(call.loader, call.e, controller, call.policy),
+      this.loader.run(call.loader, call.e, controller, call.policy, context),
       call,
       controller,
     );
     this.keys.clearFailSafe(call.key);
-    if (storable(value, call.policy)) {
-      const envelope = envelopeOf(call, value, started, this.clock.now(), call.policy.ttl);
+    const settings = loadSettings(context, call.e.label);
+    if (!settings.skip && storable(value, call.policy)) {
+      const ttl = settings.ttl ?? call.policy.ttl;
+      const grace = settings.grace ?? call.policy.grace;
+      const envelope = envelopeOf(call, value, started, this.clock.now(), ttl, grace);
       this.held.keepLoaded(call, envelope, encodeFor(this.codec, call, envelope));
     }
     return value;

@@ -1,6 +1,6 @@
 import type { Call, LockOutcome, Outcome } from './call';
 import type { Clock } from './clock';
-import type { Envelope } from './envelope';
+import { Envelope, graceOf } from './envelope';
 import { StampedeConfigError, StampedeKeyError } from './errors';
 import type { Fallback } from './fallback';
 import type { HeldValues } from './held-values';
@@ -16,7 +16,7 @@ import type { Refresher } from './refresher';
 import type { StampedeStore } from './store';
 import type { StoreGuard } from './store-guard';
 import type { TagStamps } from './tag-stamps';
-import type { TagVersions } from './tag-versions';
+import { StampCheck, TagVersions, withAllKeysTag } from './tag-versions';
 
 /** The metrics name of getOrLoadMany calls without a name. */
 export const UNNAMED_BATCH = 'getOrLoadMany';
@@ -58,8 +58,10 @@ export class GetOrLoadMany {
     loadMissing: BatchLoader<T>,
     policy: StampedePolicy,
     name?: string,
-    tags = policy.tags,
+    callTags = policy.tags,
   ): Promise<(T | undefined)[]> {
+    // Every value is stamped with the prefix's version too, which clear() moves on.
+    const tags = withAllKeysTag(callTags);
     const where = name ?? 'StampedeService.getOrLoadMany';
     checkBatch(keys, loadMissing, where);
     const unique = [...new Set(keys)];
@@ -82,7 +84,7 @@ export class GetOrLoadMany {
       if (held) {
         this.s.keys.clearFailSafe(key);
         if (policy.xfetch) {
-          if (tags) call.stamp = this.s.tags.stamp(tags);
+          call.stamp = this.s.tags.stamp(tags);
           this.s.refresher.maybeEarly(call, held);
         }
         outcomes.set(key, Promise.resolve({ value: held.v, hit: true, fromL1: true }));
@@ -119,7 +121,7 @@ export class GetOrLoadMany {
    * Starts the flows of the keys this call leads: callers of those keys in this process join them
    * (single-flight) until they settle.
    */
-  private lead<T>(calls: Call<T>[], tags: string[] | undefined): Promise<Outcome<T>>[] {
+  private lead<T>(calls: Call<T>[], tags: string[]): Promise<Outcome<T>>[] {
     const slots = calls.map((call) => {
       let resolve!: (o: Outcome<T>) => void;
       let reject!: (err: unknown) => void;
@@ -159,17 +161,15 @@ export class GetOrLoadMany {
   private async resolve<T>(
     calls: Call<T>[],
     settles: Settle<T>[],
-    tags: string[] | undefined,
+    tags: string[],
   ): Promise<void> {
     const { policy, m } = calls[0];
     if (!policy.cache) {
       calls.forEach((call, i) => settles[i](this.runUncached(call)));
       return;
     }
-    if (tags !== undefined && tags.length > 0) {
-      const stamp = await this.s.tagStamps.stamp(tags, m);
-      for (const call of calls) call.stamp = stamp;
-    }
+    const stamp = this.s.tagStamps.known(tags) ?? (await this.s.tagStamps.stamp(tags, m));
+    for (const call of calls) call.stamp = stamp;
     let envelopes: (Envelope<T> | undefined)[];
     const wasDown = this.s.guard.down;
     try {
@@ -179,10 +179,14 @@ export class GetOrLoadMany {
       return;
     }
     if (wasDown) this.s.guard.answered();
-    // A value invalidated through one of its tags is a miss: drop it, as getOrLoad does.
+    // A value invalidated through one of its tags is a miss: drop it, as getOrLoad does; one
+    // invalidated softly is stale, as one past its TTL.
+    const checks: StampCheck[] = envelopes.map((envelope) =>
+      envelope === undefined ? 'current' : this.s.held.check(envelope, policy.grace),
+    );
     await Promise.all(
       envelopes.map((envelope, i) => {
-        if (envelope === undefined || this.s.held.current(envelope)) return undefined;
+        if (envelope === undefined || checks[i] !== 'invalid') return undefined;
         envelopes[i] = undefined;
         return this.s.held.drop(calls[i].key);
       }),
@@ -193,13 +197,13 @@ export class GetOrLoadMany {
       const envelope = envelopes[i];
       if (envelope !== undefined) {
         this.s.held.hold(call, envelope);
-        if (envelope.e > now) {
+        if (envelope.e > now && checks[i] === 'current') {
           this.s.keys.clearFailSafe(call.key);
           this.s.refresher.maybeEarly(call, envelope);
           settles[i](Promise.resolve({ value: envelope.v, hit: true }));
           return;
         }
-        if (now < envelope.e + policy.grace) {
+        if (now < envelope.e + graceOf(envelope, policy.grace)) {
           settles[i](this.s.refresher.serveStale(call, envelope));
           return;
         }
@@ -290,7 +294,7 @@ export class GetOrLoadMany {
   }
 
   private async usableOrWait<T>(call: Call<T>, envelope: Envelope<T>): Promise<LockOutcome<T>> {
-    const usable = await this.s.held.usable(call.key, envelope);
+    const usable = await this.s.held.usable(call.key, envelope, call.policy.grace);
     if (!usable) return this.s.lockPath.waitAndLoad(call);
     this.s.held.hold(call, usable);
     return { value: usable.v, waited: false, loaded: false };

@@ -52,7 +52,7 @@ describe('HeldValues: L1 and the last known values', () => {
     expect(s.held.fresh('k', c.policy, ['t'])?.v).toBe('v');
     s.tags.learn('t', 2);
     expect(s.held.fresh('k', c.policy, ['t'])).toBeUndefined();
-    expect(await s.held.usable('k', await s.store.get('k'))).toBeUndefined();
+    expect(await s.held.usable('k', await s.store.get('k'), 0)).toBeUndefined();
     expect(await s.store.get('k')).toBeUndefined();
     await s.close();
   });

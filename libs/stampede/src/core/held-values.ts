@@ -1,12 +1,12 @@
 import type { Call } from './call';
 import type { Clock } from './clock';
-import { encodedSize, Envelope, EnvelopeCodec } from './envelope';
+import { encodedSize, Envelope, EnvelopeCodec, graceOf } from './envelope';
 import type { InvalidationBusWatch } from './invalidation-bus';
 import { L1Cache, L1Limits } from './l1-cache';
 import { LastKnownValues } from './last-known';
 import type { StampedePolicy } from './policy';
 import type { ValueStore } from './store';
-import type { TagVersions } from './tag-versions';
+import type { StampCheck, TagVersions } from './tag-versions';
 
 /**
  * The values this process holds: the in-process tier (L1), which serves hits, and, without L1,
@@ -41,15 +41,13 @@ export class HeldValues {
     // While invalidations are missed, an entry or a tag version not verified lately is read from
     // the store again.
     const verifiedAfter = this.bus.verifiedAfter(now);
-    if (tags !== undefined && tags.length > 0 && this.tags.missing(tags, verifiedAfter).length > 0)
-      return undefined;
+    if (tags !== undefined && this.tags.anyMissing(tags, verifiedAfter)) return undefined;
     const envelope = this.l1.get<T>(key, now, verifiedAfter);
     if (!envelope || envelope.e <= now) return undefined;
-    if (!this.tags.valid(envelope.t)) {
-      this.l1.delete(key);
-      return undefined;
-    }
-    return envelope;
+    const check = this.tags.check(envelope.t);
+    if (check === 'invalid') this.l1.delete(key);
+    // A value invalidated softly is read from the store: served stale there, while it refreshes.
+    return check === 'current' ? envelope : undefined;
   }
 
   /**
@@ -58,7 +56,8 @@ export class HeldValues {
    */
   hold(call: Call<unknown>, envelope: Envelope<unknown>, raw?: string): void {
     if (this.l1 && call.policy.l1) {
-      this.l1.set(call.key, envelope, envelope.e + call.policy.grace, this.clock.now(), raw);
+      const keepUntil = envelope.e + graceOf(envelope, call.policy.grace);
+      this.l1.set(call.key, envelope, keepUntil, this.clock.now(), raw);
     } else if (this.store.distributed) {
       const size = raw?.length ?? encodedSize(envelope) ?? this.codec.encode(envelope).length;
       this.lastKnown.remember(call.key, envelope, size);
@@ -69,7 +68,13 @@ export class HeldValues {
   keepLoaded(call: Call<unknown>, envelope: Envelope<unknown>, raw: string): void {
     const { key, policy } = call;
     if (this.l1 && policy.l1)
-      this.l1.set(key, envelope, envelope.e + policy.grace, this.clock.now(), raw);
+      this.l1.set(
+        key,
+        envelope,
+        envelope.e + graceOf(envelope, policy.grace),
+        this.clock.now(),
+        raw,
+      );
     else this.lastKnown.remember(key, envelope, raw.length);
   }
 
@@ -87,9 +92,13 @@ export class HeldValues {
     return this.l1 !== undefined && policy.l1;
   }
 
-  /** False for a value invalidated through one of its tags since it was stored. */
-  current(envelope: Envelope<unknown>): boolean {
-    return this.tags.valid(envelope.t);
+  /**
+   * Whether a value's tags moved on since it was stored: `invalid` (hard), `stale` (softly; a
+   * value without grace then counts as invalid), or `current`.
+   */
+  check(envelope: Envelope<unknown>, policyGrace: number): StampCheck {
+    const check = this.tags.check(envelope.t);
+    return check === 'stale' && graceOf(envelope, policyGrace) === 0 ? 'invalid' : check;
   }
 
   /** Drops a value invalidated through one of its tags, here and in the store. */
@@ -98,12 +107,16 @@ export class HeldValues {
     await this.store.delete(key).catch(() => undefined);
   }
 
-  /** A value invalidated through one of its tags is a miss: drop it, here and in the store. */
+  /**
+   * A value invalidated through one of its tags (hard, or softly without grace) is a miss: drop
+   * it, here and in the store.
+   */
   async usable<T>(
     key: string,
     envelope: Envelope<T> | undefined,
+    policyGrace: number,
   ): Promise<Envelope<T> | undefined> {
-    if (!envelope || this.tags.valid(envelope.t)) return envelope;
+    if (!envelope || this.check(envelope, policyGrace) !== 'invalid') return envelope;
     this.l1?.delete(key);
     await this.store.delete(key).catch(() => undefined);
     return undefined;

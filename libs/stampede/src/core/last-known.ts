@@ -22,11 +22,11 @@ export class LastKnownValues {
     this.entries.set(key, envelope, size + key.length);
   }
 
-  /** The value of `key` if it has not expired at `now` (or is stale by less than `grace` ms). */
+  /** The value of `key` if it has not expired at `now` (or is stale by less than its grace, else `grace`, ms). */
   fresh<T>(key: string, now: number, grace = 0): Envelope<T> | undefined {
     const envelope = this.entries.peek(key);
     if (!envelope) return undefined;
-    if (envelope.e + grace > now) return envelope as Envelope<T>;
+    if (envelope.e + (envelope.g ?? grace) > now) return envelope as Envelope<T>;
     this.entries.delete(key);
     return undefined;
   }

@@ -1,12 +1,14 @@
 import { Call, encodeFor, envelopeOf, storable } from './call';
 import type { Clock, RandomSource } from './clock';
-import type { EnvelopeCodec } from './envelope';
+import type { Envelope, EnvelopeCodec } from './envelope';
 import type { HeldValues } from './held-values';
 import { jitterTtl } from './jitter';
 import type { KeyStates } from './key-state';
+import { LoadContext, loadSettings } from './load-context';
 import type { LoaderRun } from './loader-run';
 import type { StampedeStore } from './store';
 import type { StoreGuard } from './store-guard';
+import type { TagStamps } from './tag-stamps';
 import { every } from './timers';
 import type { EarlyRecomputeSchedule } from './xfetch';
 
@@ -31,6 +33,8 @@ export class LoadAndFill {
     private readonly codec: EnvelopeCodec,
     private readonly clock: Clock,
     private readonly random: RandomSource,
+    /** Stamps the tags a loader adds through its LoadContext. */
+    private readonly tagStamps?: Pick<TagStamps, 'stamp'>,
   ) {}
 
   run<T>(call: Call<T>, token?: string): Promise<T> {
@@ -39,13 +43,14 @@ export class LoadAndFill {
       token && policy.lock?.autoExtend ? this.keepLocked(key, token, policy.lock.ttl) : undefined;
     const started = this.clock.now();
     const controller = new AbortController();
-    const loaded = this.loader.run(call.loader, e, controller, policy);
+    const context = new LoadContext(key, controller.signal);
+    const loaded = this.loader.run(call.loader, e, controller, policy, context);
     // The value is stored even when the callers gave up on it (hard timeout).
     const stored = loaded.then(
       async (value) => {
         stopExtending?.();
         this.keys.clearFailSafe(key);
-        await this.fill(call, value, started, token);
+        await this.fill(call, value, started, context, token);
         return value;
       },
       async (err: unknown) => {
@@ -59,16 +64,34 @@ export class LoadAndFill {
     return this.loader.bounded(loaded, call, controller).then(() => stored);
   }
 
-  private async fill<T>(call: Call<T>, value: T, started: number, token?: string): Promise<void> {
+  private async fill<T>(
+    call: Call<T>,
+    value: T,
+    started: number,
+    context: LoadContext,
+    token?: string,
+  ): Promise<void> {
     const { key, policy, m } = call;
-    const keep = storable(value, policy);
     const wasDown = this.guard.down;
-    const ttl = policy.jitter
-      ? jitterTtl(policy.ttl, policy.jitter.ratio, this.random)
-      : policy.ttl;
-    const envelope = envelopeOf(call, value, started, this.clock.now(), ttl);
+    let keep = false;
+    let ttl: number;
+    let grace: number;
+    let envelope: Envelope<T>;
     let raw: string | undefined;
     try {
+      // What the loader set through its context wins over the policy (adaptive TTL).
+      const settings = loadSettings(context, call.e.label);
+      keep = !settings.skip && storable(value, policy);
+      let stamp = call.stamp;
+      if (keep && settings.tags && this.tagStamps) {
+        // Versions of the policy's tags are those from the load's start; added tags', from now.
+        stamp = { ...(await this.tagStamps.stamp(settings.tags, m)), ...call.stamp };
+      }
+      ttl =
+        settings.ttl ??
+        (policy.jitter ? jitterTtl(policy.ttl, policy.jitter.ratio, this.random) : policy.ttl);
+      grace = settings.grace ?? policy.grace;
+      envelope = envelopeOf(call, value, started, this.clock.now(), ttl, grace, stamp);
       if (keep) raw = encodeFor(this.codec, call, envelope);
     } catch (err) {
       // Nothing will be stored: the next caller must not wait for this lock.
@@ -81,7 +104,7 @@ export class LoadAndFill {
         this.schedule.stored(key, envelope.e);
         // The text encoded above is stored as it is when the store encodes with the same codec.
         const text = this.store.codec === this.codec ? raw : undefined;
-        await this.store.fill(key, envelope, ttl + policy.grace, token, text);
+        await this.store.fill(key, envelope, ttl + grace, token, text);
       } else if (token) {
         await this.store.unlock(key, token);
       }

@@ -3,6 +3,7 @@ import type { Call, Loader } from './call';
 import type { Clock } from './clock';
 import { StampedeTimeoutError } from './errors';
 import { keyPattern, StampedeEvents } from './events';
+import { LoadContext } from './load-context';
 import type { MethodEntry } from './metrics-registry';
 import type { StampedePolicy } from './policy';
 
@@ -24,12 +25,16 @@ export class LoaderRun {
     private readonly events: StampedeEvents,
   ) {}
 
-  /** Runs a loader with its AbortSignal (also reachable through currentLoadSignal()). */
+  /**
+   * Runs a loader with its AbortSignal (also reachable through currentLoadSignal()) and the
+   * context where it may set the TTL, grace and tags of its value.
+   */
   async run<T>(
     loader: Loader<T>,
     e: MethodEntry,
     controller: AbortController,
     policy: StampedePolicy,
+    context = new LoadContext('', controller.signal),
   ): Promise<T> {
     e.counts.loads++;
     const started = this.clock.now();
@@ -37,8 +42,8 @@ export class LoaderRun {
       // Only a hard timeout aborts the signal. Without one, the loader runs outside the
       // AsyncLocalStorage: on Node 20 its first use turns on promise hooks for the whole process.
       const value = await (policy.timeout?.hard
-        ? loadSignals.run(controller.signal, () => loader(controller.signal))
-        : loader(controller.signal));
+        ? loadSignals.run(controller.signal, () => loader(controller.signal, context))
+        : loader(controller.signal, context));
       e.telemetry.loaded(this.clock.now() - started);
       return value;
     } catch (err) {

@@ -100,7 +100,7 @@ export class LockPath {
         }
         if (wasDown) this.guard.answered();
         if (step.kind === 'hit') {
-          if (!(await this.held.usable(key, step.envelope))) continue;
+          if (!(await this.held.usable(key, step.envelope, call.policy.grace))) continue;
           endWait();
           this.held.hold(call, step.envelope);
           return served(step.envelope.v);
@@ -150,7 +150,7 @@ export class LockPath {
         if (!notified) continue;
         // Woken by a fill: the waiters of this process share one read of the new value.
         try {
-          const envelope = await this.held.usable(key, await this.read<T>(key));
+          const envelope = await this.held.usable(key, await this.read<T>(key), call.policy.grace);
           if (envelope) {
             endWait();
             this.held.hold(call, envelope);

@@ -1,7 +1,7 @@
 import { lockToken } from './lock-token';
 import { Call, EngineLogger, messageOf, Outcome } from './call';
 import type { Clock } from './clock';
-import type { Envelope } from './envelope';
+import { Envelope, graceOf } from './envelope';
 import { keyPattern, StampedeEvents } from './events';
 import type { KeyStates } from './key-state';
 import type { LoadAndFill } from './load-and-fill';
@@ -115,7 +115,8 @@ export class Refresher {
         span?.end('none', false, true, false, err);
         if (!early) {
           m.failSafes++;
-          this.keys.noteFailSafe(key, call.e.label, this.clock.now(), current.e + policy.grace);
+          const until = current.e + graceOf(current, policy.grace);
+          this.keys.noteFailSafe(key, call.e.label, this.clock.now(), until);
           this.events.emit('stampede.failsafe', {
             method: call.e.label,
             keyPattern: keyPattern(key),

@@ -1,25 +1,27 @@
 import { Call, EngineLogger, Loader, Outcome, traced } from './call';
 import { Clock, RandomSource, systemClock, systemRandom } from './clock';
-import { defaultCodec, EnvelopeCodec } from './envelope';
+import { defaultCodec, EnvelopeCodec, graceOf } from './envelope';
+import { EntryAccess, EntryOptions } from './entry-access';
 import { StampedeEvents } from './events';
 import { Fallback } from './fallback';
 import { GetOrLoadMany } from './get-or-load-many';
 import { HeldValues } from './held-values';
-import { invalidateInStore, invalidateTagsInStore } from './invalidate';
+import { expireInStore, invalidateInStore, invalidateTagsInStore } from './invalidate';
 import { InvalidationBusWatch } from './invalidation-bus';
 import { KeyStates, StampedeFailSafeState } from './key-state';
 import type { L1Limits } from './l1-cache';
 import { LoadAndFill } from './load-and-fill';
+import { LoadContext } from './load-context';
 import { LoaderRun } from './loader-run';
 import { LockPath } from './lock-path';
 import { MetricsRegistry } from './metrics-registry';
 import type { BatchLoader } from './missing-batch';
 import { checkTags, StampedePolicy } from './policy';
 import { Refresher } from './refresher';
-import type { InvalidationMessage, StampedeStore } from './store';
+import type { InvalidationMessage, InvalidationMode, StampedeStore } from './store';
 import { StoreGuard } from './store-guard';
 import { TagStamps } from './tag-stamps';
-import { TagVersions } from './tag-versions';
+import { ALL_KEYS_TAG, StampCheck, TagVersions, withAllKeysTag } from './tag-versions';
 import { FlowTelemetry, noTelemetry } from './telemetry';
 import { EarlyRecomputeSchedule } from './xfetch';
 
@@ -27,6 +29,7 @@ export type { EngineLogger, Loader } from './call';
 export type { StampedeFailSafeState } from './key-state';
 export type { BatchLoader, BatchResult } from './missing-batch';
 export { currentLoadSignal } from './loader-run';
+export type { EntryOptions } from './entry-access';
 
 export interface EngineDeps {
   store: StampedeStore;
@@ -74,12 +77,14 @@ export class StampedeEngine {
   private readonly refresher: Refresher;
   private readonly loader: LoaderRun;
   private readonly many: GetOrLoadMany;
+  private readonly entries: EntryAccess;
 
   constructor(deps: EngineDeps) {
     const store = (this.store = deps.store);
     const clock = (this.clock = deps.clock ?? systemClock);
     const codec = deps.codec ?? defaultCodec;
     const logger = deps.logger;
+    const random = deps.random ?? systemRandom;
     const events = (this.events = deps.events ?? new StampedeEvents());
     this.telemetry = deps.telemetry ?? noTelemetry;
     this.metrics = new MetricsRegistry(this.telemetry, logger);
@@ -88,7 +93,7 @@ export class StampedeEngine {
     this.guard = new StoreGuard(store.name, clock, events, logger);
     this.held = new HeldValues(store, codec, clock, this.tags, this.bus, deps.l1, deps.lastKnown);
     this.tagStamps = new TagStamps(store, this.tags, this.bus, this.guard, clock);
-    this.schedule = new EarlyRecomputeSchedule(deps.random ?? systemRandom);
+    this.schedule = new EarlyRecomputeSchedule(random);
     this.loader = new LoaderRun(clock, events);
     this.fill = new LoadAndFill(
       store,
@@ -99,7 +104,17 @@ export class StampedeEngine {
       this.keys,
       codec,
       clock,
-      deps.random ?? systemRandom,
+      random,
+      this.tagStamps,
+    );
+    this.entries = new EntryAccess(
+      store,
+      this.held,
+      this.tagStamps,
+      this.guard,
+      codec,
+      clock,
+      random,
     );
     this.fallback = new Fallback(this.held, this.guard, this.loader, this.keys, codec, clock);
     this.lockPath = new LockPath(
@@ -156,8 +171,10 @@ export class StampedeEngine {
     loader: Loader<T>,
     policy: StampedePolicy,
     name?: string,
-    tags = policy.tags,
+    callTags = policy.tags,
   ): Promise<T> {
+    // Every value is stamped with the prefix's version too, which clear() moves on.
+    const tags = withAllKeysTag(callTags);
     const e = this.metrics.entry(name ?? UNNAMED_CALL);
     const m = e.counts;
     m.calls++;
@@ -169,7 +186,7 @@ export class StampedeEngine {
       m.l1Hits++;
       if (this.telemetry.traceL1Hits) e.telemetry.start(key)?.end('l1', false, false, false);
       if (policy.xfetch) {
-        const stamp = tags && this.tags.stamp(tags);
+        const stamp = this.tags.stamp(tags);
         this.refresher.maybeEarly({ key, loader, policy, m, e, stamp }, held);
       }
       return held.v;
@@ -222,13 +239,55 @@ export class StampedeEngine {
   /**
    * Invalidates every value stamped with one of `tags`, on every instance; rejects with a
    * StampedeInvalidationError naming the tags the store did not confirm (see invalidate.ts).
+   * `soft` marks them stale instead: served within their grace while one refresh runs.
    */
-  async invalidateTags(tags: string[]): Promise<void> {
+  async invalidateTags(tags: string[], mode: InvalidationMode = 'hard'): Promise<void> {
     checkTags(tags, 'StampedeService.invalidateTags');
     if (tags.length === 0) return;
-    await invalidateTagsInStore(this.store, tags, this.tags, this.clock, (message) =>
+    await invalidateTagsInStore(
+      this.store,
+      tags,
+      this.tags,
+      this.clock,
+      (message) => this.apply(message),
+      mode,
+    );
+  }
+
+  /** Makes the value of `key` stale now, on every instance (see expireInStore). */
+  async expire(key: string): Promise<void> {
+    this.forget(key);
+    await expireInStore(this.store, key, this.clock.now());
+    this.forget(key);
+  }
+
+  /**
+   * Invalidates every value of this store's key prefix, on every instance: one new version of
+   * the prefix (every value is stamped with it), not a delete per key.
+   */
+  async clear(): Promise<void> {
+    await invalidateTagsInStore(this.store, [ALL_KEYS_TAG], this.tags, this.clock, (message) =>
       this.apply(message),
     );
+  }
+
+  /** The fresh value of `key`, from L1 or the store, or undefined; `name` counts the reads. */
+  get<T>(key: string, name: string): Promise<T | undefined> {
+    return this.entries.get<T>(key, this.metrics.entry(name));
+  }
+
+  /** Stores `value` under `key` as a load would, on every instance (see EntryAccess#set). */
+  async set<T>(key: string, value: T, options: EntryOptions, name: string): Promise<void> {
+    this.forget(key);
+    await this.entries.set(key, value, options, this.metrics.entry(name));
+  }
+
+  /**
+   * Reads the version of the prefix (see clear()) before the first call, so that calls do not
+   * pay for it; when the store does not answer, the first call that stamps a value reads it.
+   */
+  async prepare(): Promise<void> {
+    await this.tagStamps.prefetch([ALL_KEYS_TAG]);
   }
 
   /** Entries and size of the in-process tier. */
@@ -260,7 +319,7 @@ export class StampedeEngine {
    * Starts the flow of a call that joins none. It is traced (the callers that join it reach
    * neither the store nor the loader) and, when shared, the callers of its key join it.
    */
-  private lead<T>(call: Call<T>, tags: string[] | undefined): Promise<Outcome<T>> {
+  private lead<T>(call: Call<T>, tags: string[]): Promise<Outcome<T>> {
     const span = call.e.telemetry.start(call.key);
     const flow = span ? traced(span, () => this.resolve(call, tags)) : this.resolve(call, tags);
     if (call.shared) this.keys.setCall(call.key, flow, call);
@@ -272,12 +331,11 @@ export class StampedeEngine {
    * served while one refresh runs, a refresh in flight here is joined; otherwise the lock path
    * (lock, re-check, run, fill, release), or without a lock, run and fill.
    */
-  private async resolve<T>(call: Call<T>, tags: string[] | undefined): Promise<Outcome<T>> {
+  private async resolve<T>(call: Call<T>, tags: string[]): Promise<Outcome<T>> {
     const { key, policy } = call;
     try {
       if (!policy.cache) return await this.runUncached(call);
-      if (tags !== undefined && tags.length > 0)
-        call.stamp = await this.tagStamps.stamp(tags, call.m);
+      call.stamp = this.tagStamps.known(tags) ?? (await this.tagStamps.stamp(tags, call.m));
       let envelope;
       const wasDown = this.guard.down;
       try {
@@ -290,19 +348,25 @@ export class StampedeEngine {
         return await this.fallback.serve(call, err);
       }
       if (wasDown) this.guard.answered();
-      if (envelope !== undefined && !this.held.current(envelope)) {
-        await this.held.drop(key); // invalidated through one of its tags: a miss
-        envelope = undefined;
+      let check: StampCheck = 'current';
+      if (envelope !== undefined) {
+        check = this.held.check(envelope, policy.grace);
+        if (check === 'invalid') {
+          await this.held.drop(key); // invalidated through one of its tags: a miss
+          envelope = undefined;
+        }
       }
       if (envelope !== undefined) {
         this.held.hold(call, envelope);
         const now = this.clock.now();
-        if (envelope.e > now) {
+        // A value invalidated softly (its tags) is stale as one past its TTL.
+        if (envelope.e > now && check === 'current') {
           this.keys.clearFailSafe(key); // refreshed, here or elsewhere
           this.refresher.maybeEarly(call, envelope);
           return { value: envelope.v, hit: true };
         }
-        if (now < envelope.e + policy.grace) return await this.refresher.serveStale(call, envelope);
+        if (now < envelope.e + graceOf(envelope, policy.grace))
+          return await this.refresher.serveStale(call, envelope);
         // Past grace on this clock (the store's clock ran later): a miss.
       }
       const refresh = this.keys.get(key)?.refreshLoad as Promise<T> | undefined;
@@ -325,7 +389,8 @@ export class StampedeEngine {
 
   private async runUncached<T>(call: Call<T>): Promise<Outcome<T>> {
     const controller = new AbortController();
-    const running = this.loader.run(call.loader, call.e, controller, call.policy);
+    const context = new LoadContext(call.key, controller.signal);
+    const running = this.loader.run(call.loader, call.e, controller, call.policy, context);
     return {
       value: await this.loader.bounded(running, call, controller),
       hit: false,
@@ -339,6 +404,9 @@ export class StampedeEngine {
       for (const [tag, version] of Object.entries(message.tags)) this.tags.learn(tag, version);
       this.held.l1?.dropTagged(message.tags);
     }
+    // Softly invalidated values stay (stale): L1 no longer serves them as hits.
+    for (const [tag, version] of Object.entries(message.soft ?? {}))
+      this.tags.learnSoft(tag, version);
   }
 
   private forget(key: string): void {

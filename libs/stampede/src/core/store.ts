@@ -17,11 +17,24 @@ export interface FillWatch {
   cancel(): void;
 }
 
-/** What one instance tells the others: keys to drop from their L1, tags with their new versions. */
+/**
+ * What one instance tells the others: keys to drop from their L1, tags with their new versions
+ * (`tags`: invalidated hard; `soft`: invalidated softly, older values turn stale, not invalid).
+ */
 export interface InvalidationMessage {
   keys?: string[];
   tags?: Record<string, number>;
+  soft?: Record<string, number>;
 }
+
+/** How a tag was last invalidated: values stamped below `hardFloor` are invalid, up to `version` stale. */
+export interface TagState {
+  version: number;
+  hardFloor: number;
+}
+
+/** `hard` drops the values (a miss); `soft` marks them stale (served within grace while one refresh runs). */
+export type InvalidationMode = 'hard' | 'soft';
 
 /**
  * Where values live: envelopes by key, and the versions of tags. Every method may reject with
@@ -54,10 +67,16 @@ export interface ValueStore {
    */
   tagVersions?(tags: string[], floors: number[]): Promise<number[]>;
   /**
-   * Gives `tags` new versions, above their current ones, `floors` and the store's clock in
-   * microseconds (see core/tag-versions.ts); returns them.
+   * As `tagVersions`, with the version of each tag's last hard invalidation (below the current
+   * one after soft invalidations). Without it, every older version counts as invalidated hard.
    */
-  bumpTags?(tags: string[], floors: number[]): Promise<number[]>;
+  tagStates?(tags: string[], floors: number[]): Promise<TagState[]>;
+  /**
+   * Gives `tags` new versions, above their current ones, `floors` and the store's clock in
+   * microseconds (see core/tag-versions.ts); returns them. With `mode` 'soft', the tags' hard
+   * floors stay where they were (see `tagStates`).
+   */
+  bumpTags?(tags: string[], floors: number[], mode?: InvalidationMode): Promise<number[]>;
 
   /** Resolves when the backend answers. */
   ping(): Promise<void>;
@@ -133,7 +152,19 @@ export interface InvalidationBus {
    * (after the call timed out) is broadcast too, and delivered to this process's listeners. A
    * distributed store should have it; without it the flow bumps, then broadcasts.
    */
-  invalidateTags?(tags: string[], floors: number[]): Promise<number[]>;
+  invalidateTags?(tags: string[], floors: number[], mode?: InvalidationMode): Promise<number[]>;
+  /**
+   * Stores the value and tells the other instances (`{ keys: [key] }`) in one atomic step, as
+   * `invalidate` does for a delete. Without it the flow stores, then broadcasts.
+   */
+  replace?(key: string, envelope: Envelope, ttlMs: number, raw?: string): Promise<void>;
+  /**
+   * Makes the stored value of `key` stale at `at` (epoch ms) if it is fresh then: its expiry
+   * moves to `at` and it is kept for its grace (`g`) from there; a value without grace is
+   * deleted. Tells the other instances (`{ keys: [key] }`) in the same step. Without it the flow
+   * reads, writes back, then broadcasts.
+   */
+  expire?(key: string, at: number): Promise<void>;
 }
 
 /**

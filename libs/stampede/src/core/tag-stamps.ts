@@ -16,15 +16,34 @@ export class TagStamps {
   private readonly fetches = new SingleFlight<void>();
 
   constructor(
-    private readonly store: Pick<ValueStore, 'tagVersions'>,
+    private readonly store: Pick<ValueStore, 'tagVersions' | 'tagStates'>,
     private readonly tags: TagVersions,
     private readonly bus: InvalidationBusWatch,
     private readonly guard: StoreGuard,
     private readonly clock: Clock,
   ) {}
 
-  async stamp(tags: string[], m: MethodMetrics): Promise<Record<string, number>> {
-    const missing = this.tags.missing(tags, this.bus.verifiedAfter(this.clock.now()));
+  /** The stamp of `tags` when every version is known here (no store read, no promise), else undefined. */
+  known(tags: string[]): Record<string, number> | undefined {
+    if (this.tags.anyMissing(tags, this.bus.verifiedAfter(this.clock.now()))) return undefined;
+    return this.tags.stamp(tags);
+  }
+
+  /**
+   * With `fromStore`, every version is read from the store again, so that an invalidation done
+   * just before on another instance counts even if its broadcast has not arrived yet.
+   */
+  async stamp(
+    tags: string[],
+    m: MethodMetrics,
+    fromStore = false,
+  ): Promise<Record<string, number>> {
+    // Without versions in the store (a store of this process), what is known here is current.
+    const shared = this.store.tagStates !== undefined || this.store.tagVersions !== undefined;
+    const missing =
+      fromStore && shared
+        ? tags
+        : this.tags.missing(tags, this.bus.verifiedAfter(this.clock.now()));
     if (missing.length > 0) {
       const wasDown = this.guard.down;
       try {
@@ -39,8 +58,22 @@ export class TagStamps {
     return this.tags.stamp(tags);
   }
 
+  /** Reads the versions of `tags` ahead of use; a failure is left for the calls to see. */
+  async prefetch(tags: string[]): Promise<void> {
+    await Promise.all(
+      tags.map((tag) =>
+        this.fetches.run(tag, () => this.fetch(tag)).promise.catch(() => undefined),
+      ),
+    );
+  }
+
   private async fetch(tag: string): Promise<void> {
     const fetchedAt = this.clock.now();
+    if (this.store.tagStates) {
+      const [state] = await this.store.tagStates([tag], [this.tags.next(tag)]);
+      this.tags.learn(tag, state.version, fetchedAt, state.hardFloor);
+      return;
+    }
     const [version] = this.store.tagVersions
       ? await this.store.tagVersions([tag], [this.tags.next(tag)])
       : [this.tags.next(tag, fetchedAt)];

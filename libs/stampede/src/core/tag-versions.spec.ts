@@ -1,4 +1,4 @@
-import { TagVersions } from './tag-versions';
+import { ALL_KEYS_TAG, TagVersions, withAllKeysTag } from './tag-versions';
 
 describe('TagVersions', () => {
   it('a value is valid while its stamp is current; an older stamp is invalid, a newer one is learned', () => {
@@ -77,5 +77,62 @@ describe('TagVersions', () => {
     }
     const { known, fetched, unverified } = tags.sizes;
     expect(Math.max(known, fetched, unverified)).toBeLessThanOrEqual(10);
+  });
+
+  describe('soft invalidation', () => {
+    it('values stamped before a soft invalidation are stale, not invalid; a hard one makes them invalid', () => {
+      const tags = new TagVersions();
+      tags.learn('a', 5);
+      tags.learnSoft('a', 6);
+      expect(tags.check({ a: 6 })).toBe('current');
+      expect(tags.check({ a: 5 })).toBe('stale');
+      expect(tags.valid({ a: 5 })).toBe(true);
+      expect(tags.check({ a: 4 })).toBe('invalid'); // before the last hard invalidation
+      tags.learnSoft('a', 7);
+      expect(tags.check({ a: 5 })).toBe('stale'); // soft after soft: the floor stays
+      tags.learn('a', 8);
+      expect(tags.check({ a: 7 })).toBe('invalid');
+      expect(tags.check({ a: 8 })).toBe('current');
+    });
+
+    it('one stale tag makes the value stale; one invalid tag makes it invalid', () => {
+      const tags = new TagVersions();
+      tags.learn('a', 1);
+      tags.learn('b', 1);
+      tags.learnSoft('a', 2);
+      expect(tags.check({ a: 1, b: 1 })).toBe('stale');
+      tags.learn('b', 2);
+      expect(tags.check({ a: 1, b: 1 })).toBe('invalid');
+    });
+
+    it('a soft version of a tag unknown here, or learned from a stamp, counts as hard (never too lenient)', () => {
+      const tags = new TagVersions();
+      tags.learnSoft('a', 3);
+      expect(tags.check({ a: 2 })).toBe('invalid');
+      tags.check({ b: 4 }); // learned from a newer stamp
+      expect(tags.check({ b: 3 })).toBe('invalid');
+    });
+
+    it('a fetched state keeps the floor the store reports; a smaller one never lowers it', () => {
+      const tags = new TagVersions();
+      tags.learn('a', 10, 0, 8);
+      expect(tags.hardFloor('a')).toBe(8);
+      expect(tags.check({ a: 9 })).toBe('stale');
+      tags.learn('a', 10, 0, 5);
+      expect(tags.hardFloor('a')).toBe(8);
+      tags.learn('a', 12, 0, 9);
+      expect(tags.check({ a: 8 })).toBe('invalid');
+      expect(tags.check({ a: 9 })).toBe('stale');
+      tags.learnSoft('a', 11); // older than the known version: ignored
+      expect(tags.check({ a: 12 })).toBe('current');
+    });
+  });
+
+  it('withAllKeysTag: every call gets the prefix tag, the same array for the same tags', () => {
+    expect(withAllKeysTag(undefined)).toEqual([ALL_KEYS_TAG]);
+    expect(withAllKeysTag([])).toBe(withAllKeysTag(undefined));
+    const policyTags = ['a', 'b'];
+    expect(withAllKeysTag(policyTags)).toEqual([ALL_KEYS_TAG, 'a', 'b']);
+    expect(withAllKeysTag(policyTags)).toBe(withAllKeysTag(policyTags));
   });
 });

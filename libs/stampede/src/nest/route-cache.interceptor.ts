@@ -13,6 +13,7 @@ import { INTERCEPTORS_METADATA, PATH_METADATA } from './nest-internals';
 import { DiscoveryService, HttpAdapterHost, MetadataScanner, ModulesContainer } from '@nestjs/core';
 import { defer, lastValueFrom, Observable } from 'rxjs';
 import { StampedeConfigError } from '../core/errors';
+import { LoadContext, runInLoadContext } from '../core/load-context';
 import { CACHE_STATUS_HEADER, STAMPEDE_ROUTE } from './route-cache.constants';
 import type { RouteRequest } from './route-cache.options';
 import { compileRoutePlan, RouteHandler, RoutePlan } from './route-cache.plan';
@@ -141,7 +142,9 @@ export class StampedeInterceptor implements NestInterceptor, OnModuleInit {
     const adapter = this.adapterHost.httpAdapter;
     let own: { value: unknown } | undefined; // what this request's handler returned, if it ran
     let answered = false;
-    const loader = async () => {
+    const loader = (_signal: AbortSignal, context: LoadContext) =>
+      runInLoadContext(context, () => handle());
+    const handle = async () => {
       // The engine also calls the loader of a request it answered from the cache, to refresh
       // the value in the background (XFetch). Such a request's call settles in the same turn of
       // the event loop (only microtasks are left): after one turn, `answered` tells them apart.

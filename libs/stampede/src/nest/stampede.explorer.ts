@@ -3,6 +3,7 @@ import { DiscoveryService, MetadataScanner, ModuleRef } from '@nestjs/core';
 import { type InstanceWrapper, PATH_METADATA } from './nest-internals';
 import { methodKey } from '../core/cache-key';
 import { StampedeConfigError } from '../core/errors';
+import { LoadContext, runInLoadContext } from '../core/load-context';
 import { checkTags } from '../core/policy';
 import { wrapMany } from './cacheable-many';
 import { STAMPEDE_POLICY } from './stampede.constants';
@@ -131,7 +132,10 @@ export class StampedeExplorer implements OnModuleInit {
       } catch (err) {
         return Promise.reject(err); // the method is async: fail as a rejection, not a throw
       }
-      return stampede.run(key, () => original.apply(this, args), policy, name, callTags);
+      // The method's body reaches the load's context through currentLoadContext().
+      const load = (_signal: AbortSignal, context: LoadContext) =>
+        runInLoadContext(context, () => original.apply(this, args));
+      return stampede.run(key, load, policy, name, callTags);
     };
     const wrapped = batch ?? single;
     Object.defineProperty(wrapped, 'name', { value: methodName });

@@ -1,16 +1,17 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
-import { toMs } from '../core/duration';
+import { Duration, toMs } from '../core/duration';
+import { StampedeConfigError } from '../core/errors';
 import { StampedeEventListener, StampedeEventName, StampedeEvents } from '../core/events';
 import type { MethodMetrics } from '../core/metrics';
-import { PolicyOptions, resolvePolicy, StampedePolicy } from '../core/policy';
+import { checkTags, PolicyOptions, resolvePolicy, StampedePolicy } from '../core/policy';
 import {
   BatchLoader,
   StampedeFailSafeState,
   Loader,
   StampedeEngine,
 } from '../core/stampede-engine';
-import type { StampedeStore } from '../core/store';
+import type { InvalidationMode, StampedeStore } from '../core/store';
 import { createTelemetry } from '../telemetry/otel-telemetry';
 import { findEventEmitter } from './event-emitter.bridge';
 import { codecOf, l1Limits } from './stampede-store.factory';
@@ -19,6 +20,29 @@ import { STAMPEDE_MODULE_OPTIONS } from './stampede.module-definition';
 import type { StampedeModuleOptions } from './stampede.options';
 
 export const DEFAULT_TTL_MS = 60_000;
+
+/** How `StampedeService.set` stores a value. */
+export interface StampedeSetOptions {
+  /** Time to live; default the module's `defaultTtl`. */
+  ttl?: Duration;
+  /** Kept and served stale this long past the TTL by getOrLoad and the decorators. Default none. */
+  grace?: Duration;
+  /** Tags of the value, for `invalidateTags`. */
+  tags?: string[];
+  /** Spread the TTL over ttl * (1 +- ratio), ratio in [0, 1). Default none. */
+  jitter?: number;
+  /** Keep the value in this instance's in-process tier (when the module has one). Default true. */
+  l1?: boolean;
+}
+
+/** How `StampedeService.invalidateTags` invalidates. */
+export interface InvalidateTagsOptions {
+  /**
+   * `hard` (default): the values are dropped, the next caller loads. `soft`: the values turn
+   * stale; with grace, callers get them at once while one refresh runs; without, as `hard`.
+   */
+  mode?: InvalidationMode;
+}
 
 /**
  * The get-or-load flow for use without decorators; the decorated methods go through it too.
@@ -59,10 +83,14 @@ export class StampedeService implements OnModuleInit, OnApplicationShutdown {
     });
   }
 
-  /** Forwards the events to @nestjs/event-emitter, for `@OnEvent('stampede.store.unavailable')`. */
-  onModuleInit(): void {
+  /**
+   * Forwards the events to @nestjs/event-emitter, for `@OnEvent('stampede.store.unavailable')`,
+   * and reads the version of the key prefix (see `clear()`) once, so that calls do not.
+   */
+  async onModuleInit(): Promise<void> {
     const emitter = findEventEmitter(this.moduleRef);
     if (emitter) this.events.sink = (event, payload) => emitter.emit(event, payload);
+    await this.engine.prepare();
   }
 
   /**
@@ -163,8 +191,80 @@ export class StampedeService implements OnModuleInit, OnApplicationShutdown {
    * tag, rejects with a StampedeInvalidationError naming those `tags`, whose `pending` says
    * whether they may still be invalidated.
    */
-  invalidateTags(tags: string[]): Promise<void> {
-    return this.engine.invalidateTags(tags);
+  invalidateTags(tags: string[], options: InvalidateTagsOptions = {}): Promise<void> {
+    const mode = options.mode ?? 'hard';
+    if (mode !== 'hard' && mode !== 'soft') {
+      return Promise.reject(
+        new StampedeConfigError(
+          `StampedeService.invalidateTags: mode must be 'hard' or 'soft', got ${String(mode)}`,
+        ),
+      );
+    }
+    return this.engine.invalidateTags(tags, mode);
+  }
+
+  /**
+   * The fresh value of `key` (the same key the decorator or getOrLoad used), from the
+   * in-process tier or the store; undefined when it is missing, expired, stale or invalidated.
+   * No loader runs. When Redis does not answer, a fresh value held here, else undefined.
+   */
+  get<T = unknown>(key: string): Promise<T | undefined> {
+    return this.engine.get<T>(key, 'StampedeService.get');
+  }
+
+  /**
+   * Stores `value` under `key` as a load would, so getOrLoad and the decorators serve it: TTL
+   * (default the module's defaultTtl), grace and tags as given. This instance keeps it in its
+   * in-process tier; the others drop theirs (with Redis, the write and the broadcast are one
+   * step). Rejects when the store does not confirm it; `undefined` cannot be stored.
+   */
+  async set<T>(key: string, value: T, options: StampedeSetOptions = {}): Promise<void> {
+    const where = 'StampedeService.set';
+    if (value === undefined) {
+      throw new StampedeConfigError(`${where}: undefined cannot be cached; use delete(key)`);
+    }
+    const jitter = options.jitter;
+    if (jitter !== undefined && !(typeof jitter === 'number' && jitter >= 0 && jitter < 1)) {
+      throw new StampedeConfigError(`${where}: jitter must be in [0, 1), got ${String(jitter)}`);
+    }
+    await this.engine.set(
+      key,
+      value,
+      {
+        ttl: options.ttl === undefined ? this.defaultTtl : toMs(options.ttl, `${where}: ttl`),
+        grace:
+          options.grace === undefined || options.grace === 0
+            ? 0
+            : toMs(options.grace, `${where}: grace`),
+        tags: options.tags === undefined ? undefined : checkTags(options.tags, where),
+        jitter,
+        l1: options.l1 ?? true,
+      },
+      'StampedeService.set',
+    );
+  }
+
+  /** The same as `invalidate(key)`. */
+  delete(key: string): Promise<void> {
+    return this.engine.invalidate(key);
+  }
+
+  /**
+   * Drops every value of this module's key prefix, on every instance. With Redis it is one new
+   * version of the prefix (every value is stamped with it), not a SCAN and a DEL per key: the old
+   * values are ignored from then on and expire by themselves. Rejects as `invalidateTags`.
+   */
+  clear(): Promise<void> {
+    return this.engine.clear();
+  }
+
+  /**
+   * Makes the value of `key` stale now, on every instance, without dropping it: with grace,
+   * the next caller gets it at once while one refresh runs (one across instances with a lock);
+   * without grace, the same as `invalidate(key)`. Rejects as `invalidate`.
+   */
+  expire(key: string): Promise<void> {
+    return this.engine.expire(key);
   }
 
   /** Entries and size (characters) of the in-process tier, or undefined without one. */

@@ -75,9 +75,12 @@ export class RedisBus {
     return JSON.stringify({ ...message, from: this.instanceId });
   }
 
-  /** The text of `{ tags: { [tag]: version } }` before the version (a script writes the rest). */
-  tagTextBefore(tag: string): string {
-    return `{"from":${JSON.stringify(this.instanceId)},"tags":{${JSON.stringify(tag)}:`;
+  /**
+   * The text of `{ tags: { [tag]: version } }` (or `soft`) before the version (a script writes
+   * the rest).
+   */
+  tagTextBefore(tag: string, field: 'tags' | 'soft' = 'tags'): string {
+    return `{"from":${JSON.stringify(this.instanceId)},"${field}":{${JSON.stringify(tag)}:`;
   }
 
   /** Hands `message` to this process's listeners. */

@@ -5,13 +5,16 @@ import { OperationGuard } from '../core/operation-guard';
 import type {
   FillWatch,
   InvalidationMessage,
+  InvalidationMode,
   ReadOrLockResult,
   StampedeStore,
+  TagState,
 } from '../core/store';
 import { FillChannels } from './fill-channels';
 import { mget } from './mget';
 import { StampedeKeys } from './keys';
 import { RedisBus } from './redis-bus';
+import { RedisInvalidations, ScriptClient } from './redis-invalidations';
 import {
   clientOf,
   PubSubVerbs,
@@ -22,17 +25,7 @@ import {
   toStoreError,
   whenReady,
 } from './redis-connection';
-import {
-  EXTEND_LOCK,
-  FILLED,
-  INVALIDATE,
-  READ_OR_WAIT,
-  SCRIPTS,
-  TAG_BUMP,
-  TAG_VERSION,
-  UNLOCK,
-  WAITING,
-} from './scripts';
+import { EXTEND_LOCK, FILLED, READ_OR_WAIT, SCRIPTS, UNLOCK, WAITING } from './scripts';
 
 export type { RedisConnection } from './redis-connection';
 export { isRedisClient } from './redis-connection';
@@ -50,9 +43,6 @@ export interface RedisStoreOptions {
 
 /** The longest a fill's FILLED mark stays in the lock (ms). */
 const FILLED_MS = 1000;
-
-type ScriptClient = RedisClient &
-  Record<string, (...args: (string | number)[]) => Promise<unknown>>;
 
 /**
  * The distributed store: envelopes in Redis, locks by `SET NX PX` with a random token, and fill
@@ -72,6 +62,7 @@ export class RedisStore implements StampedeStore {
   private readonly guard: OperationGuard;
   private readonly channels: FillChannels;
   private readonly bus: RedisBus;
+  private readonly invalidations: RedisInvalidations;
   private closed = false;
   private readonly now: () => number;
 
@@ -100,6 +91,13 @@ export class RedisStore implements StampedeStore {
     );
     // A lost subscription would strand waiters until their lock expires: wake them so they poll.
     this.bus = new RedisBus(this.subscriber, this.keys, clock, () => this.channels.notifyAll());
+    this.invalidations = new RedisInvalidations(
+      client,
+      this.keys,
+      this.bus,
+      this.codec,
+      (op, late) => this.call(op, late),
+    );
   }
 
   /** The hit path: one GET, and no allocation beyond the command and its reply's decoding. */
@@ -128,11 +126,15 @@ export class RedisStore implements StampedeStore {
   }
 
   tagVersions(tags: string[], floors: number[]): Promise<number[]> {
-    return this.tagScript(TAG_VERSION.name, tags, floors);
+    return this.invalidations.tagVersions(tags, floors);
   }
 
-  bumpTags(tags: string[], floors: number[]): Promise<number[]> {
-    return this.tagScript(TAG_BUMP.name, tags, floors);
+  tagStates(tags: string[], floors: number[]): Promise<TagState[]> {
+    return this.invalidations.tagStates(tags, floors);
+  }
+
+  bumpTags(tags: string[], floors: number[], mode?: InvalidationMode): Promise<number[]> {
+    return this.invalidations.bumpTags(tags, floors, mode);
   }
 
   /** How long calls still skip Redis after a timeout (the `cooldown`), in ms; 0 when they don't. */
@@ -238,45 +240,24 @@ export class RedisStore implements StampedeStore {
     );
   }
 
-  /**
-   * DEL and PUBLISH in one script: a delete that Redis carries out after the call gave up is
-   * broadcast all the same, and applied here too (this process skips its own messages).
-   */
-  async invalidate(key: string): Promise<void> {
-    const message: InvalidationMessage = { keys: [key] };
-    await this.call(
-      () =>
-        (this.client as ScriptClient)[INVALIDATE.name](
-          this.keys.value(key),
-          this.keys.lock(key),
-          this.keys.bus,
-          this.bus.text(message),
-        ),
-      () => this.bus.deliver(message),
-    );
+  /** DEL and PUBLISH in one script (see RedisInvalidations). */
+  invalidate(key: string): Promise<void> {
+    return this.invalidations.invalidate(key);
   }
 
-  /**
-   * TAG_BUMP and PUBLISH in one script per tag (on the tag's node, on a Cluster): a version set
-   * after the call gave up is broadcast all the same, and applied here too.
-   */
-  invalidateTags(tags: string[], floors: number[]): Promise<number[]> {
-    return Promise.all(
-      tags.map(async (tag, i) => {
-        const version = await this.call(
-          () =>
-            (this.client as ScriptClient)[TAG_BUMP.name](
-              this.keys.tag(tag),
-              floors[i],
-              this.keys.bus,
-              this.bus.tagTextBefore(tag),
-              '}}',
-            ),
-          (late) => this.bus.deliver({ tags: { [tag]: Number(late) } }),
-        );
-        return Number(version);
-      }),
-    );
+  /** A tag's new version and its PUBLISH in one script per tag (see RedisInvalidations). */
+  invalidateTags(tags: string[], floors: number[], mode?: InvalidationMode): Promise<number[]> {
+    return this.invalidations.invalidateTags(tags, floors, mode);
+  }
+
+  /** SET and PUBLISH in one script (see RedisInvalidations). */
+  replace(key: string, envelope: Envelope, ttlMs: number, raw?: string): Promise<void> {
+    return this.invalidations.replace(key, envelope, ttlMs, raw);
+  }
+
+  /** A soft expiry written only over the value read, with its PUBLISH (see RedisInvalidations). */
+  expire(key: string, at: number): Promise<void> {
+    return this.invalidations.expire(key, at);
   }
 
   onInvalidation(
@@ -366,13 +347,6 @@ export class RedisStore implements StampedeStore {
 
   private unlockArgs(key: string, token: string): string[] {
     return [this.keys.lock(key), token, this.pubsub.publish, this.keys.channel(key), key];
-  }
-
-  /** One script call per tag: tags live in different slots on a Cluster. */
-  private tagScript(name: string, tags: string[], floors: number[]): Promise<number[]> {
-    return Promise.all(
-      tags.map(async (tag, i) => Number(await this.script(name, this.keys.tag(tag), floors[i]))),
-    );
   }
 
   private script(name: string, ...args: (string | number)[]): Promise<unknown> {

@@ -68,14 +68,26 @@ return 0
 };
 
 /**
- * Tag versions (see core/tag-versions.ts): a version read as a number, or nil when missing or not
- * one; and the least version a new one may take, from the caller's floor and the server's clock
- * in microseconds, so versions set after the key was lost start above the ones before it.
+ * Tag versions (see core/tag-versions.ts): a tag key holds its version, or after a soft
+ * invalidation `version:hardFloor` (values stamped below the floor are invalid, the others up to
+ * the version stale). `version` reads the version as a number, or nil when missing or not one;
+ * `hardOf` the floor; `least` is the least version a new one may take, from the caller's floor
+ * and the server's clock in microseconds, so versions set after the key was lost start above the
+ * ones before it.
  */
 const TAG_VERSION_OF = `
-local function version(raw)
-  local n = tonumber(raw)
+local function number(text)
+  local n = tonumber(text)
   if n and n >= 0 and n < 9007199254740992 and n == math.floor(n) then return n end
+end
+local function version(raw)
+  if not raw then return nil end
+  return number(string.match(raw, '^(%d+):%d+$') or raw)
+end
+local function hardOf(raw, v)
+  local h = number(string.match(raw, '^%d+:(%d+)$'))
+  if h and h < v then return h end
+  return v
 end
 local function least(floor)
   local t = redis.call('TIME')
@@ -133,4 +145,85 @@ return 1
 `,
 };
 
-export const SCRIPTS = [READ_OR_WAIT, UNLOCK, EXTEND_LOCK, TAG_VERSION, TAG_BUMP, INVALIDATE];
+/**
+ * KEYS[1] tag key; ARGV[1] floor. Returns {version, hard floor}; a missing version is set first
+ * (as TAG_VERSION), with itself as floor.
+ */
+export const TAG_STATE = {
+  name: 'stampedeTagState',
+  numberOfKeys: 1,
+  lua: `${TAG_VERSION_OF}
+local raw = redis.call('GET', KEYS[1])
+local v = version(raw)
+if v then return {v, hardOf(raw, v)} end
+v = least(ARGV[1])
+redis.call('SET', KEYS[1], string.format('%.0f', v))
+return {v, v}
+`,
+};
+
+/**
+ * KEYS[1] tag key; ARGV as TAG_BUMP. A soft invalidation: a new version as TAG_BUMP, while the
+ * hard floor stays (values stamped since it turn stale, not invalid); a lost version has none.
+ */
+export const TAG_SOFT_BUMP = {
+  name: 'stampedeTagSoftBump',
+  numberOfKeys: 1,
+  lua: `${TAG_VERSION_OF}
+local raw = redis.call('GET', KEYS[1])
+local old = version(raw)
+local v = math.max((old or 0) + 1, least(ARGV[1]))
+local h = v
+if old then h = hardOf(raw, old) end
+local text = string.format('%.0f', v)
+if h < v then text = text .. ':' .. string.format('%.0f', h) end
+redis.call('SET', KEYS[1], text)
+if ARGV[2] then redis.call('PUBLISH', ARGV[2], ARGV[3] .. string.format('%.0f', v) .. ARGV[4]) end
+return v
+`,
+};
+
+/**
+ * KEYS[1] value key; ARGV[1] text, ARGV[2] ttl (ms), ARGV[3] invalidation bus channel, ARGV[4]
+ * message. Stores a value written by the app (not a load) and tells the other instances in one
+ * step, so they drop their copy.
+ */
+export const REPLACE = {
+  name: 'stampedeReplace',
+  numberOfKeys: 1,
+  lua: `
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('PUBLISH', ARGV[3], ARGV[4])
+return 1
+`,
+};
+
+/**
+ * KEYS[1] value key; ARGV[1] the text read, ARGV[2] the same value made stale, ARGV[3] its grace
+ * (ms), ARGV[4] invalidation bus channel, ARGV[5] message. Writes the stale text, kept for its
+ * grace, and tells the other instances, only if the value is still the one read (else 0: it was
+ * refilled or dropped meanwhile).
+ */
+export const SOFT_EXPIRE = {
+  name: 'stampedeSoftExpire',
+  numberOfKeys: 1,
+  lua: `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+redis.call('PUBLISH', ARGV[4], ARGV[5])
+return 1
+`,
+};
+
+export const SCRIPTS = [
+  READ_OR_WAIT,
+  UNLOCK,
+  EXTEND_LOCK,
+  TAG_VERSION,
+  TAG_BUMP,
+  INVALIDATE,
+  TAG_STATE,
+  TAG_SOFT_BUMP,
+  REPLACE,
+  SOFT_EXPIRE,
+];
