@@ -1,0 +1,75 @@
+import type { OnModuleInit } from '@nestjs/common';
+import { checkTags, PolicyOptions, StampedePolicy } from '../core/policy';
+import { namespacedKey, namespacedTags } from '../core/namespace';
+import type { Loader } from '../core/stampede-engine';
+import type { StampedeService } from './stampede.service';
+
+/**
+ * The StampedeService of one feature (`StampedeModule.forFeature({ namespace })`): the same
+ * store, L1, locks and events as its configuration, with every key and tag under
+ * `<namespace>:`. `invalidate('user:42')` drops `<namespace>:user:42` only, and
+ * `invalidateTags(['users'])` the values this namespace stamped with `users`.
+ */
+export class StampedeNamespace implements OnModuleInit {
+  private readonly policies = new WeakMap<PolicyOptions, StampedePolicy>();
+  private service: StampedeService | undefined;
+  private readonly findRoot: () => StampedeService;
+
+  /** `root`: the configuration's service, or how to find it once the app's providers exist. */
+  constructor(
+    root: StampedeService | (() => StampedeService),
+    readonly namespace: string,
+  ) {
+    this.findRoot = typeof root === 'function' ? root : () => root;
+  }
+
+  /** The configuration's service; it reaches this namespace's keys as `<namespace>:<key>`. */
+  get root(): StampedeService {
+    return (this.service ??= this.findRoot());
+  }
+
+  /** A namespace whose configuration is missing stops the start-up. */
+  onModuleInit(): void {
+    void this.root;
+  }
+
+  /**
+   * StampedeService.getOrLoad under the namespace. `name` groups the metrics (default
+   * `<namespace>:getOrLoad`).
+   */
+  getOrLoad<T>(
+    key: string,
+    loader: Loader<T>,
+    policy: PolicyOptions = {},
+    name = `${this.namespace}:getOrLoad`,
+  ): Promise<T> {
+    return this.root.run(this.key(key), loader, this.policyFor(policy), name);
+  }
+
+  /** StampedeService.invalidate of `<namespace>:<key>`. */
+  invalidate(key: string): Promise<void> {
+    return this.root.invalidate(this.key(key));
+  }
+
+  /** StampedeService.invalidateTags of this namespace's tags. */
+  async invalidateTags(tags: string[]): Promise<void> {
+    const where = `StampedeNamespace(${this.namespace}).invalidateTags`;
+    await this.root.invalidateTags(namespacedTags(this.namespace, checkTags(tags, where))!);
+  }
+
+  /** The key the configuration stores a key of this namespace under. */
+  key(key: string): string {
+    return namespacedKey(this.namespace, key);
+  }
+
+  private policyFor(options: PolicyOptions): StampedePolicy {
+    let policy = this.policies.get(options);
+    if (!policy) {
+      const where = `StampedeNamespace(${this.namespace}).getOrLoad`;
+      const tags = options.tags === undefined ? undefined : checkTags(options.tags, where);
+      policy = this.root.resolve({ ...options, tags: namespacedTags(this.namespace, tags) }, where);
+      this.policies.set(options, policy);
+    }
+    return policy;
+  }
+}
