@@ -10,7 +10,11 @@ import {
   findStampedeConfigurations,
   StampedeConfiguration,
 } from './stampede-configuration';
-import { DEFAULT_STAMPEDE_NAME, STAMPEDE_CONFIGURATION, STAMPEDE_POLICY } from './stampede.constants';
+import {
+  DEFAULT_STAMPEDE_NAME,
+  STAMPEDE_CONFIGURATION,
+  STAMPEDE_POLICY,
+} from './stampede.constants';
 import type { MethodPolicyMetadata } from './stampede.decorators';
 import { bindsInterceptor, StampedeInterceptor } from './stampede.interceptor';
 
@@ -162,7 +166,9 @@ export class StampedeExplorer implements OnModuleInit {
           namespace,
           keyOf ? keyOf(...args) : methodKey(className, methodName, args),
         );
-        callTags = tagsOf ? namespacedTags(namespace, checkTags(tagsOf(...args), name)) : policy.tags;
+        callTags = tagsOf
+          ? namespacedTags(namespace, checkTags(tagsOf(...args), name))
+          : policy.tags;
       } catch (err) {
         return Promise.reject(err); // the method is async: fail as a rejection, not a throw
       }

@@ -1,16 +1,12 @@
 import { DynamicModule, Module, Provider } from '@nestjs/common';
-import { DiscoveryModule, DiscoveryService, ModulesContainer } from '@nestjs/core';
+import { DiscoveryModule, DiscoveryService, ModuleRef, ModulesContainer } from '@nestjs/core';
 import { StampedeConfigError } from '../core/errors';
 import { checkNamespace } from '../core/namespace';
 import type { StampedeStore } from '../core/store';
 import { describeConfigurations, findStampedeConfigurations } from './stampede-configuration';
 import { StampedeNamespace } from './stampede-namespace';
 import { createStampedeStore } from './stampede-store.factory';
-import {
-  DEFAULT_STAMPEDE_NAME,
-  STAMPEDE_CONFIGURATION,
-  STAMPEDE_STORE,
-} from './stampede.constants';
+import { DEFAULT_STAMPEDE_NAME, STAMPEDE_CONFIGURATION } from './stampede.constants';
 import { StampedeExplorer } from './stampede.explorer';
 import {
   STAMPEDE_ASYNC_OPTIONS_TYPE,
@@ -18,6 +14,7 @@ import {
   STAMPEDE_OPTIONS_TYPE,
   StampedeConfigurableModule,
 } from './stampede.module-definition';
+import type { StampedeModuleOptions } from './stampede.options';
 import { StampedeService } from './stampede.service';
 import {
   getStampedeNamespaceToken,
@@ -96,8 +93,9 @@ function serviceOf(
 }
 
 /**
- * Every configuration holds the same providers under the same tokens inside its module; a named
- * one exports them under tokens of its name only, so two configurations never shadow each other.
+ * Every configuration has its store, service, explorer and a record of them, in its module. A
+ * named one holds its store and service under tokens of its name only, so that neither
+ * `app.get(StampedeService)` nor an injection by type can reach another configuration's.
  */
 function withConfiguration(definition: DynamicModule, name: string | undefined): DynamicModule {
   if (name !== undefined && (typeof name !== 'string' || name === '')) {
@@ -105,13 +103,23 @@ function withConfiguration(definition: DynamicModule, name: string | undefined):
       `StampedeModule.forRoot: name must be a non-empty string, got ${String(name)}`,
     );
   }
+  const serviceToken = getStampedeToken(name);
+  const storeToken = getStampedeStoreToken(name);
+  const service: Provider = isDefaultStampede(name)
+    ? StampedeService
+    : {
+        provide: serviceToken,
+        inject: [storeToken, STAMPEDE_MODULE_OPTIONS, ModuleRef],
+        useFactory: (store: StampedeStore, options: StampedeModuleOptions, moduleRef: ModuleRef) =>
+          new StampedeService(store, options, moduleRef),
+      };
   const providers: Provider[] = [
-    { provide: STAMPEDE_STORE, inject: [STAMPEDE_MODULE_OPTIONS], useFactory: createStampedeStore },
-    StampedeService,
+    { provide: storeToken, inject: [STAMPEDE_MODULE_OPTIONS], useFactory: createStampedeStore },
+    service,
     StampedeExplorer,
     {
       provide: STAMPEDE_CONFIGURATION,
-      inject: [StampedeService, STAMPEDE_STORE],
+      inject: [serviceToken, storeToken],
       useFactory: (service: StampedeService, store: StampedeStore) => ({
         name: name ?? DEFAULT_STAMPEDE_NAME,
         service,
@@ -119,19 +127,9 @@ function withConfiguration(definition: DynamicModule, name: string | undefined):
       }),
     },
   ];
-  let exports: NonNullable<DynamicModule['exports']> = [StampedeService, STAMPEDE_STORE];
-  if (!isDefaultStampede(name)) {
-    const serviceToken = getStampedeToken(name);
-    const storeToken = getStampedeStoreToken(name);
-    providers.push(
-      { provide: serviceToken, useExisting: StampedeService },
-      { provide: storeToken, useExisting: STAMPEDE_STORE },
-    );
-    exports = [serviceToken, storeToken];
-  }
   return {
     ...definition,
     providers: [...(definition.providers ?? []), ...providers],
-    exports: [...(definition.exports ?? []), ...exports],
+    exports: [...(definition.exports ?? []), serviceToken, storeToken],
   };
 }

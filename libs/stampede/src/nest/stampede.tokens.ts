@@ -39,8 +39,6 @@ export function getStampedeNamespaceToken(namespace: string, name?: string): str
 export function InjectStampede(ref?: string | StampedeRef): PropertyDecorator & ParameterDecorator {
   const { name, namespace } = typeof ref === 'object' ? ref : { name: ref, namespace: undefined };
   return Inject(
-    namespace === undefined
-      ? getStampedeToken(name)
-      : getStampedeNamespaceToken(namespace, name),
+    namespace === undefined ? getStampedeToken(name) : getStampedeNamespaceToken(namespace, name),
   );
 }
