@@ -1,6 +1,6 @@
 import { scopedPrefix } from '../candles/candle-store';
-import { tickPlacement } from './tick-streams';
-import { deadLetterStreamOf, hashTag } from './redis-keys';
+import { tickPlacement } from '../redis/tick-streams';
+import { deadLetterStreamOf, hashTag } from '../redis/redis-keys';
 import { parseTicksEnv, TicksConfigError } from './ticks-env.schema';
 
 const NODES = '127.0.0.1:7001,127.0.0.1:7002';
