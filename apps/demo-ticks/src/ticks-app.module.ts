@@ -57,12 +57,7 @@ export class TicksAppModule {
         ticksPrometheusModule(metricsRegistry),
         ...(settings.collector.inProcess ? [CollectorModule] : []),
       ],
-      controllers: [
-        TicksConsumerController,
-        SymbolsController,
-        HealthController,
-        PageController,
-      ],
+      controllers: [TicksConsumerController, SymbolsController, HealthController, PageController],
       providers: [
         { provide: ServerRedisStreams, useValue: server },
         {

@@ -90,8 +90,7 @@ export class TicksConsumerController implements OnModuleInit {
           changed.add(valid[i].tick.symbol);
           this.metrics.ticksHandled.inc();
           this.metrics.e2eLatency.observe(Math.max(0, now - entryIdTime(valid[i].id)) / 1000);
-        } else if (result === 'duplicate')
-          this.metrics.duplicatesSkipped.inc({ layer: 'effect' });
+        } else if (result === 'duplicate') this.metrics.duplicatesSkipped.inc({ layer: 'effect' });
         else {
           const { tick } = valid[i];
           const at = new Date(result.start).toISOString();
