@@ -441,8 +441,8 @@ async function commandCalls(redis: Redis): Promise<{ total: number; info: number
   return { total, info };
 }
 
-/** Commands between two snapshots, minus the INFO calls (ours and anybody's). */
-function commandDelta(
+/** How many commands ran between two snapshots, minus the INFO calls (ours and anybody's). */
+function commandCountBetween(
   after: { total: number; info: number },
   before: { total: number; info: number },
 ): number {
@@ -625,7 +625,7 @@ export class StampedeBench {
       const after = await commandCalls(this.control);
       if (r < o.warmup) continue;
       wallMs += performance.now() - roundStart;
-      cmds += commandDelta(after, before);
+      cmds += commandCountBetween(after, before);
       let loads = 0;
       for (const res of results) {
         latencies.push(...res.latencies);
@@ -703,7 +703,7 @@ export class StampedeBench {
           p99: round2(quantile(sorted, 0.99)),
           p999: round2(quantile(sorted, 0.999)),
           rps: round2(reqs / (wall / 1000)),
-          redis_cmds_per_req: commandDelta(after, before) / reqs,
+          redis_cmds_per_req: commandCountBetween(after, before) / reqs,
           store_errors: c.storeErrors,
         });
       }
@@ -760,7 +760,7 @@ export class StampedeBench {
           window_ms: o.windowMs,
           max_window_at_ms: Math.round(worst.at - written),
           p99: round2(quantile(sortedCopy(latencies), 0.99)),
-          redis_cmds_per_req: commandDelta(after, before) / arrivals.length,
+          redis_cmds_per_req: commandCountBetween(after, before) / arrivals.length,
           store_errors: c.storeErrors,
         });
         // Let this variant's keys expire so the next one starts on a quiet Redis.

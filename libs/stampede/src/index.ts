@@ -25,7 +25,7 @@ export {
   ROUTE_KEY_PREFIX,
   STAMPEDE_ROUTE,
 } from './nest/route-cache.constants';
-export { StampedeInterceptor } from './nest/stampede.interceptor';
+export { StampedeInterceptor } from './nest/route-cache.interceptor';
 
 export type { Duration } from './core/duration';
 export { currentLoadSignal } from './core/stampede-engine';

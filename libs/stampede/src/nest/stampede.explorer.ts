@@ -16,7 +16,7 @@ import {
   STAMPEDE_POLICY,
 } from './stampede.constants';
 import type { MethodPolicyMetadata } from './stampede.decorators';
-import { bindsInterceptor, StampedeInterceptor } from './stampede.interceptor';
+import { bindsInterceptor, StampedeInterceptor } from './route-cache.interceptor';
 
 const WRAPPED = Symbol('stampede:wrapped');
 

@@ -7,6 +7,7 @@ import { describeConfigurations, findStampedeConfigurations } from './stampede-c
 import { StampedeNamespace } from './stampede-namespace';
 import { createStampedeStore } from './stampede-store.factory';
 import { DEFAULT_STAMPEDE_NAME, STAMPEDE_CONFIGURATION } from './stampede.constants';
+import { validateStampedeOptions } from './stampede-options.validation';
 import { StampedeExplorer } from './stampede.explorer';
 import {
   STAMPEDE_ASYNC_OPTIONS_TYPE,
@@ -114,7 +115,14 @@ function withConfiguration(definition: DynamicModule, name: string | undefined):
           new StampedeService(store, options, moduleRef),
       };
   const providers: Provider[] = [
-    { provide: storeToken, inject: [STAMPEDE_MODULE_OPTIONS], useFactory: createStampedeStore },
+    {
+      provide: storeToken,
+      inject: [STAMPEDE_MODULE_OPTIONS],
+      useFactory: (options: StampedeModuleOptions) => {
+        validateStampedeOptions(options);
+        return createStampedeStore(options);
+      },
+    },
     service,
     StampedeExplorer,
     {
