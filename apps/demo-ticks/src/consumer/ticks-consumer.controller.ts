@@ -8,7 +8,6 @@ import { entryIdTime } from '../candles/candle';
 import { CandleStore, DoneMark, TickEntry } from '../candles/candle-store';
 import { checkTickTime, parseTick } from '../candles/tick';
 import { InjectConfig } from '../config/ticks-config.module';
-import { deadLetterStreamOf } from '../redis/redis-keys';
 import { ConsumerSettings, LimitsSettings } from '../config/ticks-env.schema';
 import { TicksMetrics } from '../metrics/ticks.metrics';
 import { TicksLiveFeed } from '../page/live-feed';
@@ -119,7 +118,8 @@ export class TicksConsumerController implements OnModuleInit {
     error: string,
   ): Promise<void> {
     const entry = ctx.getEntries()[i];
-    const deadLetterStream = deadLetterStreamOf(this.consumer, ctx.getStream());
+    // Where the server puts its own dead letters of this stream (its `deadLetter.stream` option).
+    const deadLetterStream = this.server.options.deadLetter.stream(ctx.getStream());
     // The library's dead-letter format: DeadLetters, sba-dlq and the health checks read it.
     const fields = deadLetterFields({
       stream: ctx.getStream(),
