@@ -44,6 +44,9 @@
  *              --otel-tiers store,l1   --otel-keys 1000   --otel-zipf 1   --otel-concurrency 64
  *              --otel-warmup 1000   --otel-duration 4000 (per app)   --otel-slice 200
  *              --otel-rounds 3   (--otel alone implies --scenario otel)
+ *   batch:     getOrLoadMany against per-key getOrLoad, 100 keys (50 cached) on 1 and 2
+ *              instances: Redis commands, round trips, loader calls (batch.ts; seconds)
+ *              --batch-rounds 5
  *   --json <file>
  *
  * Needs REDIS_URL (the npm script sets it through scripts/with-redis.js); late-lock, stall,
@@ -137,6 +140,7 @@ const NUMBER_FLAGS: Record<string, keyof BenchOptions> = {
   '--otel-duration': 'otelDurationMs',
   '--otel-rounds': 'otelRounds',
   '--otel-slice': 'otelSliceMs',
+  '--batch-rounds': 'batchRounds',
 };
 const LIST_FLAGS: Record<string, keyof BenchOptions> = {
   '--concurrency': 'concurrency',

@@ -50,6 +50,7 @@ import {
 } from './tiers';
 import { DEFAULT_OTEL_VARIANTS, OTEL_TIERS, otelCost, OtelRow, otelTargets } from './otel';
 import type { OtelTier, OtelVariant } from './otel-worker';
+import { BatchRow, batchLoads } from './batch';
 
 export { poissonArrivals } from './load';
 
@@ -69,7 +70,8 @@ export type Scenario =
   | 'l1-hotset'
   | 'grace-failing'
   | 'l1-stall'
-  | 'otel';
+  | 'otel'
+  | 'batch';
 
 export const SCENARIO_GROUPS: Record<string, Scenario[]> = {
   all: ['cliff', 'steady', 'snowstorm'],
@@ -92,6 +94,7 @@ export const SCENARIOS: Scenario[] = [
   'grace-failing',
   'l1-stall',
   'otel',
+  'batch',
 ];
 
 export interface BenchOptions {
@@ -209,6 +212,8 @@ export interface BenchOptions {
   otelDurationMs: number;
   otelSliceMs: number;
   otelRounds: number;
+  /** batch: rounds per row (batch.ts). */
+  batchRounds?: number;
 }
 
 export const DEFAULT_OPTIONS: Omit<BenchOptions, 'redisUrl'> = {
@@ -409,6 +414,7 @@ export interface BenchReport {
   graceFailing: GraceRow[];
   l1Stall: L1StallRow[];
   otel: OtelRow[];
+  batch: BatchRow[];
   targets: Target[];
 }
 
@@ -525,6 +531,7 @@ export class StampedeBench {
       graceFailing: [],
       l1Stall: [],
       otel: [],
+      batch: [],
       targets: [],
     };
     const burn = CpuBurn.start(o.cpuBurn);
@@ -558,6 +565,7 @@ export class StampedeBench {
       if (scenarios.includes('grace-failing')) report.graceFailing = await graceFailing(ctx);
       if (scenarios.includes('l1-stall')) report.l1Stall = await l1Stall(ctx);
       if (scenarios.includes('otel')) report.otel = await otelCost(ctx);
+      if (scenarios.includes('batch')) report.batch = await batchLoads(ctx);
       report.targets = evaluateTargets(report);
       if (report.targets.length) this.log(`\n${formatTargets(report.targets)}`);
     } finally {

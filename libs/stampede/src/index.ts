@@ -12,6 +12,8 @@ export {
 export type { StampedeRef } from './nest/stampede.tokens';
 export { Cacheable, DistLock, JitterTtl, SingleFlight, XFetch } from './nest/stampede.decorators';
 export type { CacheableOptions } from './nest/stampede.decorators';
+export { CacheableMany } from './nest/cacheable-many';
+export type { CacheableManyOptions } from './nest/cacheable-many';
 export type { StampedeModuleOptions } from './nest/stampede.options';
 export { DEFAULT_STAMPEDE_NAME, STAMPEDE_STORE } from './nest/stampede.constants';
 export { STAMPEDE_MODULE_OPTIONS } from './nest/stampede.module-definition';
@@ -29,7 +31,12 @@ export { StampedeInterceptor } from './nest/route-cache.interceptor';
 
 export type { Duration } from './core/duration';
 export { currentLoadSignal } from './core/stampede-engine';
-export type { Loader, StampedeFailSafeState } from './core/stampede-engine';
+export type {
+  BatchLoader,
+  BatchResult,
+  Loader,
+  StampedeFailSafeState,
+} from './core/stampede-engine';
 export type { StampedeSerializer } from './core/envelope';
 export type {
   PolicyOptions,

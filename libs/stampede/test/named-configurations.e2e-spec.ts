@@ -4,6 +4,7 @@ import { Test, TestingModule } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import {
   Cacheable,
+  CacheableMany,
   DistLock,
   InjectStampede,
   RedisStore,
@@ -54,6 +55,12 @@ class ProfileService {
   @Cacheable({ namespace: 'billing', key: (id: string) => `user:${id}`, tags: ['users'] })
   async invoice(id: string): Promise<string> {
     return load(`billing-decorated:user:${id}`);
+  }
+
+  /** Many sessions at once, in the `sessions` configuration, under `batch:`. */
+  @CacheableMany({ stampede: 'sessions', namespace: 'batch', key: (id: string) => `user:${id}` })
+  async sessions(ids: string[]): Promise<string[]> {
+    return ids.map((id) => load(`sessions-batch:user:${id}`));
   }
 }
 
@@ -203,6 +210,26 @@ describe('named configurations and namespaces (two instances, real Redis)', () =
 
     await a.get(StampedeService).invalidate('billing:user:4');
     expect(await a.get(BillingService).find('4')).not.toBe(invoice);
+  });
+
+  it('batch loads: @CacheableMany and StampedeNamespace.getOrLoadMany keep their keys in their namespace', async () => {
+    const [a, b] = apps;
+    const first = await a.get(ProfileService).sessions(['5', '6']);
+    expect(first).toEqual(['sessions-batch:user:5#1', 'sessions-batch:user:6#1']);
+    expect(await db1.exists(`${sessionsPrefix}{batch:user:5}`)).toBe(1);
+    expect(await b.get(ProfileService).sessions(['6', '5'])).toEqual([first[1], first[0]]);
+
+    const asked: string[][] = [];
+    const many = (app: TestingModule) =>
+      app.get(BillingService).cache.getOrLoadMany(['m1', 'm2'], (keys) => {
+        asked.push(keys);
+        return new Map(keys.map((key) => [key, load(`billing-many:${key}`)]));
+      });
+    const values = await many(a);
+    expect(asked).toEqual([['m1', 'm2']]); // the loader sees the keys as given
+    expect(await db0.exists(`${defaultPrefix}{billing:m1}`)).toBe(1);
+    expect(await many(b)).toEqual(values); // read from Redis on B, no load
+    expect(asked).toHaveLength(1);
   });
 
   it('the health indicator has one entry per configuration', async () => {

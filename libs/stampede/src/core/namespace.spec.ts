@@ -1,5 +1,12 @@
 import { StampedeConfigError } from './errors';
-import { checkNamespace, namespacedKey, namespacedTags } from './namespace';
+import {
+  checkNamespace,
+  keyedInNamespace,
+  keysOutsideNamespace,
+  namespacedBatchLoader,
+  namespacedKey,
+  namespacedTags,
+} from './namespace';
 
 describe('namespace', () => {
   it('puts keys and tags under `<namespace>:`', () => {
@@ -26,5 +33,18 @@ describe('namespace', () => {
     expect(() => checkNamespace(bad, 'StampedeModule.forFeature')).toThrow(
       /StampedeModule.forFeature: namespace must be a non-empty string/,
     );
+  });
+
+  it('a batch loader of a namespace is given the keys as the caller wrote them, and keys its result back', async () => {
+    const asked: string[][] = [];
+    const load = namespacedBatchLoader('billing', (keys) => {
+      asked.push(keys);
+      return { [keys[0]]: 1 }; // a Record, and one key left out
+    });
+    const result = await load(['billing:a', 'billing:b'], new AbortController().signal);
+    expect(asked).toEqual([['a', 'b']]);
+    expect(result).toEqual(new Map([['billing:a', 1]]));
+    expect(keysOutsideNamespace('n', ['n:x:y'])).toEqual(['x:y']);
+    expect(keyedInNamespace('n', new Map([['x', 2]]))).toEqual(new Map([['n:x', 2]]));
   });
 });

@@ -1,4 +1,5 @@
 import { StampedeConfigError } from './errors';
+import type { BatchLoader, BatchResult } from './missing-batch';
 
 /**
  * A namespace puts a feature's keys and tags under `<namespace>:`, so two features that use the
@@ -25,4 +26,25 @@ export function namespacedTags(
   return namespace === undefined || tags === undefined
     ? tags
     : tags.map((tag) => `${namespace}:${tag}`);
+}
+
+/**
+ * The batch loader of a namespace's keys over one of the caller's keys: it is given the keys
+ * without `<namespace>:` and its result is keyed back under it.
+ */
+export function namespacedBatchLoader<T>(namespace: string, load: BatchLoader<T>): BatchLoader<T> {
+  return async (keys, signal) =>
+    keyedInNamespace(namespace, await load(keysOutsideNamespace(namespace, keys), signal));
+}
+
+/** Namespaced keys as the caller gave them (without `<namespace>:`). */
+export function keysOutsideNamespace(namespace: string, keys: string[]): string[] {
+  const length = namespace.length + 1;
+  return keys.map((key) => key.slice(length));
+}
+
+/** A batch result by the caller's keys, by namespaced key. */
+export function keyedInNamespace<T>(namespace: string, result: BatchResult<T>): Map<string, T> {
+  const entries = result instanceof Map ? [...result] : Object.entries(result);
+  return new Map(entries.map(([key, value]) => [namespacedKey(namespace, key), value]));
 }

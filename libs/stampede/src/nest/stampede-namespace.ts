@@ -1,7 +1,15 @@
 import type { OnModuleInit } from '@nestjs/common';
 import { checkTags, PolicyOptions, StampedePolicy } from '../core/policy';
-import { namespacedKey, namespacedTags } from '../core/namespace';
+import type { BatchLoader } from '../core/missing-batch';
+import {
+  keyedInNamespace,
+  keysOutsideNamespace,
+  namespacedBatchLoader,
+  namespacedKey,
+  namespacedTags,
+} from '../core/namespace';
 import type { Loader } from '../core/stampede-engine';
+import type { ManyRunner } from './cacheable-many';
 import type { StampedeService } from './stampede.service';
 
 /**
@@ -43,7 +51,31 @@ export class StampedeNamespace implements OnModuleInit {
     policy: PolicyOptions = {},
     name = `${this.namespace}:getOrLoad`,
   ): Promise<T> {
-    return this.root.run(this.key(key), loader, this.policyFor(policy), name);
+    return this.root.run(this.key(key), loader, this.policyFor(policy, 'getOrLoad'), name);
+  }
+
+  /**
+   * StampedeService.getOrLoadMany under the namespace: `loadMissing` is given the keys as passed
+   * here. `name` defaults to `<namespace>:getOrLoadMany`.
+   */
+  getOrLoadMany<T>(
+    keys: readonly string[],
+    loadMissing: BatchLoader<T>,
+    policy: PolicyOptions = {},
+    name = `${this.namespace}:getOrLoadMany`,
+  ): Promise<(T | undefined)[]> {
+    let resolved: StampedePolicy;
+    try {
+      resolved = this.policyFor(policy, 'getOrLoadMany');
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.root.runMany(
+      keys.map((key) => this.key(key)),
+      namespacedBatchLoader(this.namespace, loadMissing),
+      resolved,
+      name,
+    );
   }
 
   /** StampedeService.invalidate of `<namespace>:<key>`. */
@@ -62,14 +94,30 @@ export class StampedeNamespace implements OnModuleInit {
     return namespacedKey(this.namespace, key);
   }
 
-  private policyFor(options: PolicyOptions): StampedePolicy {
+  private policyFor(options: PolicyOptions, method: string): StampedePolicy {
     let policy = this.policies.get(options);
     if (!policy) {
-      const where = `StampedeNamespace(${this.namespace}).getOrLoad`;
+      const where = `StampedeNamespace(${this.namespace}).${method}`;
       const tags = options.tags === undefined ? undefined : checkTags(options.tags, where);
       policy = this.root.resolve({ ...options, tags: namespacedTags(this.namespace, tags) }, where);
       this.policies.set(options, policy);
     }
     return policy;
   }
+}
+
+/** The runner of a @CacheableMany method whose keys live under `namespace` (if any). */
+export function namespacedRunner(runner: ManyRunner, namespace: string | undefined): ManyRunner {
+  if (namespace === undefined) return runner;
+  return {
+    runMany: (keys, loadMissing, policy, name, tags) =>
+      runner.runMany(
+        keys.map((key) => namespacedKey(namespace, key)),
+        async (missing) =>
+          keyedInNamespace(namespace, await loadMissing(keysOutsideNamespace(namespace, missing))),
+        policy,
+        name,
+        tags,
+      ),
+  };
 }

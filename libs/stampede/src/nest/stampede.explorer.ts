@@ -5,6 +5,8 @@ import { methodKey } from '../core/cache-key';
 import { StampedeConfigError } from '../core/errors';
 import { checkNamespace, namespacedKey, namespacedTags } from '../core/namespace';
 import { checkTags } from '../core/policy';
+import { wrapMany } from './cacheable-many';
+import { namespacedRunner } from './stampede-namespace';
 import {
   describeConfigurations,
   findStampedeConfigurations,
@@ -158,7 +160,14 @@ export class StampedeExplorer implements OnModuleInit {
       name,
     );
     const tagsOf = typeof tags === 'function' ? tags : undefined;
-    const wrapped = function (this: unknown, ...args: unknown[]) {
+    const batch = wrapMany(
+      original,
+      namespacedRunner(stampede, namespace),
+      policy,
+      className,
+      methodName,
+    );
+    const single = function (this: unknown, ...args: unknown[]) {
       let key: string;
       let callTags: string[] | undefined;
       try {
@@ -174,6 +183,7 @@ export class StampedeExplorer implements OnModuleInit {
       }
       return stampede.run(key, () => original.apply(this, args), policy, name, callTags);
     };
+    const wrapped = batch ?? single;
     Object.defineProperty(wrapped, 'name', { value: methodName });
     Object.defineProperty(wrapped, WRAPPED, { value: true });
     target[methodName] = wrapped;
