@@ -26,4 +26,19 @@ describe('README examples run as written', () => {
       /health: \{ cache: \{ store: 'redis', latencyMs: \d+, status: 'up' \} \}/,
     );
   });
+
+  it('examples/stampede-named.ts: two configurations and a namespace in one app', async () => {
+    const { stdout } = await run(
+      process.execPath,
+      ['-r', './scripts/register-ts.js', 'examples/stampede-named.ts'],
+      {
+        cwd: root,
+        env: { ...process.env, REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' },
+      },
+    );
+    expect(stdout).toContain('product and session, twice each -> 2 database queries');
+    expect(stdout).toContain('after logout -> 3 database queries');
+    expect(stdout).toContain('billing total -> 42');
+    expect(stdout).toContain('health entries: stampede, stampede:sessions');
+  });
 });

@@ -4,9 +4,9 @@ import { MicroserviceOptions } from '@nestjs/microservices';
 import { ServerRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
 import { CandleStore } from './candles/candle-store';
 import { CollectorService } from './collector/collector.service';
-import { transportConnection } from './config/redis-connection';
-import { partitionsOption } from './config/tick-streams';
-import { deadLetterStreamOf } from './config/redis-keys';
+import { transportConnection } from './redis/redis-connection';
+import { partitionsOption } from './redis/tick-streams';
+import { deadLetterStreamOf } from './redis/redis-keys';
 import { LogLevelName, TicksSettings } from './config/ticks-env.schema';
 import { RedactingLogger } from './logging/redacting-logger';
 import { registerOtelPrometheus } from './metrics/otel-prometheus';
@@ -84,6 +84,14 @@ export async function createTicksApp(
     logger: appLogger(config.logging.level),
     abortOnError: false,
   });
+  // The consumer registers its handler with the server in onModuleInit, so the app is initialised
+  // before the server listens (a hybrid app's startAllMicroservices() does not initialise it).
+  try {
+    await app.init();
+  } catch (err) {
+    await app.close().catch(() => undefined);
+    throw err;
+  }
   app.connectMicroservice<MicroserviceOptions>({ strategy: server }, { inheritAppConfig: true });
   return { app, server };
 }

@@ -2,19 +2,19 @@ import { DynamicModule, Inject, Injectable, Module, OnApplicationShutdown } from
 import { TerminusModule } from '@nestjs/terminus';
 import { RedisStreamsHealthModule } from '@nest-redis-resilience/stream-batch-ack/health';
 import { Registry } from 'prom-client';
-import { RedisStreamsModule, ServerRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
+import { ServerRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
 import { CandleStore } from './candles/candle-store';
 import { CollectorModule } from './collector/collector.module';
 import { configToken, ticksConfigModule } from './config/ticks-config.module';
-import { createTicksRedis, TicksRedis } from './config/redis-connection';
-import { tickPlacement } from './config/tick-streams';
+import { createTicksRedis, TicksRedis } from './redis/redis-connection';
+import { tickPlacement } from './redis/tick-streams';
 import {
   CandlesSettings,
   ConsumerSettings,
   RedisSettings,
   TicksSettings,
 } from './config/ticks-env.schema';
-import { createTicksConsumerController } from './consumer/ticks-consumer.controller';
+import { TicksConsumerController } from './consumer/ticks-consumer.controller';
 import { HealthController } from './http/health.controller';
 import { SymbolsController } from './http/symbols.controller';
 import { ticksMetricProviders, ticksPrometheusModule } from './metrics/ticks-metrics.providers';
@@ -42,9 +42,9 @@ export class TicksRedisLifecycle implements OnApplicationShutdown {
 @Module({})
 export class TicksAppModule {
   /**
-   * `settings` (from parseTicksEnv) become the ConfigModule namespaces; the consumer's
-   * `@StreamEventPattern` needs the stream name when its class is made, and `server` is the instance
-   * passed to connectMicroservice (the health check reads it).
+   * `settings` (from parseTicksEnv) become the ConfigModule namespaces; `server` is the instance
+   * passed to connectMicroservice (the consumer registers its handler with it, the health check
+   * reads it).
    */
   static register(settings: TicksSettings, server: ServerRedisStreams): DynamicModule {
     const metricsRegistry = new Registry(); // this app's (see ticks-metrics.providers.ts)
@@ -54,16 +54,10 @@ export class TicksAppModule {
         ticksConfigModule(settings),
         TerminusModule,
         RedisStreamsHealthModule,
-        RedisStreamsModule.forRoot({ captureErrors: false }),
         ticksPrometheusModule(metricsRegistry),
         ...(settings.collector.inProcess ? [CollectorModule] : []),
       ],
-      controllers: [
-        createTicksConsumerController(settings.consumer.stream),
-        SymbolsController,
-        HealthController,
-        PageController,
-      ],
+      controllers: [TicksConsumerController, SymbolsController, HealthController, PageController],
       providers: [
         { provide: ServerRedisStreams, useValue: server },
         {

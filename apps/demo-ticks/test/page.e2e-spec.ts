@@ -264,10 +264,10 @@ describe('the ticks page (headless Chromium)', () => {
   });
 
   it('shows markup in a symbol as text, and never the symbol of a rejected tick', async () => {
-    const dead = await readDeadLetters(redis, ticks.config.consumer.deadLetterStream);
+    const dead = await readDeadLetters(redis, ticks.config);
     expect(dead).toHaveLength(1);
     expect(dead[0].reason).toBe('invalid-tick');
-    expect(JSON.parse(JSON.parse(dead[0].fields).data).symbol).toBe(STREAM_MARKUP);
+    expect(JSON.parse(dead[0].fields.data).symbol).toBe(STREAM_MARKUP);
 
     const { page, errors } = await openPage(`/?symbol=${encodeURIComponent(URL_MARKUP)}`);
     try {

@@ -91,13 +91,14 @@ describe('ticks outside the time window are dead-lettered; nothing else changes'
   });
 
   it('each out-of-window tick is in the dead-letter stream once, with a readable reason', async () => {
-    const entries = await readDeadLetters(redis, ticks.config.consumer.deadLetterStream);
+    const entries = await readDeadLetters(redis, ticks.config);
     expect(entries.map((e) => e.id).sort()).toEqual([...badIds.keys()].sort());
     const byWhat = new Map(entries.map((e) => [badIds.get(e.id)!, e]));
     for (const e of entries) {
       expect(e.reason).toBe('ts-out-of-window');
       expect(e.stream).toBe(ticks.config.consumer.stream);
-      expect(JSON.parse(e.fields)).toEqual({ data: bad.get(badIds.get(e.id)!) });
+      expect(e.problem).toBeUndefined();
+      expect(e.fields).toEqual({ data: bad.get(badIds.get(e.id)!) });
     }
     expect(byWhat.get('max safe integer')!.error).toMatch(
       /^ts 9007199254740991 is .* after the tick reached the stream .*; at most 60000 ms ahead is accepted \(TICK_MAX_FUTURE_MS\)$/,

@@ -1,12 +1,22 @@
 export { StampedeModule } from './nest/stampede.module';
+export type { StampedeFeatureOptions } from './nest/stampede.module';
+export type { StampedeModuleExtras } from './nest/stampede.module-definition';
 export { StampedeService } from './nest/stampede.service';
 export type { StampedeSetOptions, InvalidateTagsOptions } from './nest/stampede.service';
+export { StampedeNamespace } from './nest/stampede-namespace';
+export {
+  InjectStampede,
+  getStampedeNamespaceToken,
+  getStampedeStoreToken,
+  getStampedeToken,
+} from './nest/stampede.tokens';
+export type { StampedeRef } from './nest/stampede.tokens';
 export { Cacheable, DistLock, JitterTtl, SingleFlight, XFetch } from './nest/stampede.decorators';
 export type { CacheableOptions } from './nest/stampede.decorators';
 export { CacheableMany } from './nest/cacheable-many';
 export type { CacheableManyOptions } from './nest/cacheable-many';
 export type { StampedeModuleOptions } from './nest/stampede.options';
-export { STAMPEDE_STORE } from './nest/stampede.constants';
+export { DEFAULT_STAMPEDE_NAME, STAMPEDE_STORE } from './nest/stampede.constants';
 export { STAMPEDE_MODULE_OPTIONS } from './nest/stampede.module-definition';
 
 // HTTP routes

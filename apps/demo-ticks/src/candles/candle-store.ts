@@ -1,5 +1,5 @@
-import type { TicksRedis } from '../config/redis-connection';
-import { hashTag } from '../config/redis-keys';
+import type { TicksRedis } from '../redis/redis-connection';
+import { hashTag } from '../redis/redis-keys';
 import { Candle, decodeCandle } from './candle';
 import { APPLY_TICKS_LUA, REJECT_TICK_LUA } from './candle-scripts';
 import { INTERVALS, IntervalName } from './interval';

@@ -3,8 +3,8 @@ import { ClientsModule } from '@nestjs/microservices';
 import { ClientRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
 import { configToken } from '../config/ticks-config.module';
 import { CollectorSettings, RedisSettings } from '../config/ticks-env.schema';
-import { transportConnection } from '../config/redis-connection';
-import { partitionsOption } from '../config/tick-streams';
+import { transportConnection } from '../redis/redis-connection';
+import { partitionsOption } from '../redis/tick-streams';
 import { TICKS_CLIENT } from '../ticks.constants';
 import { CollectorService } from './collector.service';
 

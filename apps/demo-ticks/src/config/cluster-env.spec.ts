@@ -1,6 +1,4 @@
-import { scopedPrefix } from '../candles/candle-store';
-import { tickPlacement } from './tick-streams';
-import { deadLetterStreamOf, hashTag } from './redis-keys';
+import { deadLetterStreamOf } from '../redis/redis-keys';
 import { parseTicksEnv, TicksConfigError } from './ticks-env.schema';
 
 const NODES = '127.0.0.1:7001,127.0.0.1:7002';
@@ -46,19 +44,5 @@ describe('parseTicksEnv on a Redis Cluster', () => {
     expect(() => parseTicksEnv({ TICKS_PARTITIONS: '3', TICKS_STREAM: '{t}' })).toThrow(
       'TICKS_STREAM must not contain',
     );
-  });
-});
-
-describe('candle key placement', () => {
-  it('puts the keys of a symbol in the slot of the stream carrying it', () => {
-    expect(hashTag('ticks:{2}')).toBe('2');
-    expect(hashTag('ticks:{}x')).toBeUndefined();
-    expect(scopedPrefix('t:', 'ticks')).toBe('t:');
-    expect(scopedPrefix('t:', 'ticks:{2}')).toBe('t:{2}:');
-    const placement = tickPlacement({ stream: 'ticks', partitions: 6 });
-    expect(placement.streams).toHaveLength(6);
-    for (const symbol of ['SYM001', 'BTC', 'ETH'])
-      expect(placement.streams).toContain(placement.streamOf(symbol));
-    expect(tickPlacement({ stream: 'ticks', partitions: 0 }).streams).toEqual(['ticks']);
   });
 });

@@ -5,7 +5,8 @@
  */
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import { hashTag } from './redis-keys';
+import { defaultDeadLetterStream } from '@nest-redis-resilience/stream-batch-ack';
+import { hashTag } from '../redis/redis-keys';
 import { DEFAULT_TICK_LIMITS } from '../candles/tick';
 
 /** A configuration value that cannot be used; the message names the variable, its value and what is allowed. */
@@ -213,7 +214,7 @@ export function toSettings(env: TicksEnv) {
       partitions: env.TICKS_PARTITIONS,
       group: env.TICKS_GROUP,
       consumer: env.TICKS_CONSUMER ?? `${hostname()}-${process.pid}`,
-      deadLetterStream: env.TICKS_DEAD_LETTER_STREAM ?? `${stream}:dlq`,
+      deadLetterStream: env.TICKS_DEAD_LETTER_STREAM ?? defaultDeadLetterStream(stream),
       /** No TICKS_DEAD_LETTER_STREAM: each stream has its own, `<stream>:dlq` (in its Cluster slot). */
       deadLetterPerStream: env.TICKS_DEAD_LETTER_STREAM === undefined,
       read: { count: env.READ_COUNT, blockMs: env.READ_BLOCK_MS },

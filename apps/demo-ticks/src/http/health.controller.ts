@@ -12,7 +12,7 @@ import { RedisStreamsHealthIndicator } from '@nest-redis-resilience/stream-batch
 import { InjectConfig } from '../config/ticks-config.module';
 import { ConsumerSettings, HttpSettings } from '../config/ticks-env.schema';
 import { measureReclaimBacklog, ReclaimBacklog } from '../consumer/reclaim-backlog';
-import { tickPlacement } from '../config/tick-streams';
+import { tickPlacement } from '../redis/tick-streams';
 import { TICKS_REDIS } from '../ticks.constants';
 
 /**

@@ -22,7 +22,7 @@ import { ServerRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
 import { configToken } from '../config/ticks-config.module';
 import type { ConsumerSettings } from '../config/ticks-env.schema';
 import { measureReclaimBacklog } from '../consumer/reclaim-backlog';
-import { tickPlacement } from '../config/tick-streams';
+import { tickPlacement } from '../redis/tick-streams';
 import { TICKS_REDIS } from '../ticks.constants';
 import { otelPrometheusText, registerOtelPrometheus } from './otel-prometheus';
 

@@ -2,8 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { DeadLetter, DeadLetters } from '@nest-redis-resilience/stream-batch-ack';
 import { RandomWalk } from '../../src/collector/random-walk';
 import { parseTicksEnv, TicksSettings } from '../../src/config/ticks-env.schema';
+import { deadLetterStreamOf } from '../../src/redis/redis-keys';
 
 import { REDIS_URL } from '../../../../test/support/redis';
 
@@ -216,16 +218,16 @@ export function recentTicks(
   );
 }
 
-/** The entries of a dead-letter stream, as field maps. */
-export async function readDeadLetters(
-  redis: Redis,
-  stream: string,
-): Promise<Record<string, string>[]> {
-  return (await redis.xrange(stream, '-', '+')).map(([, flat]) => {
-    const out: Record<string, string> = {};
-    for (let i = 0; i < flat.length; i += 2) out[flat[i]] = flat[i + 1];
-    return out;
+/**
+ * The dead letters of the app's stream, oldest first, read and parsed by the library's
+ * DeadLetters (on the app's dead-letter stream names).
+ */
+export function readDeadLetters(redis: Redis, config: TicksSettings): Promise<DeadLetter[]> {
+  const { consumer } = config;
+  const deadLetters = new DeadLetters(redis, {
+    deadLetterStream: (stream) => deadLetterStreamOf(consumer, stream),
   });
+  return deadLetters.list(consumer.stream, { count: 10_000 });
 }
 
 /** The tick with the greatest (ts, position): what GET /symbols/:s/price must answer. */

@@ -127,6 +127,18 @@ describe('compileRoutePlan', () => {
       /^C\.list: @Cacheable\(\{ key \}\) on a route gets no method arguments/,
     ],
     [
+      '@Cacheable({ stampede }) on a route',
+      () => {
+        class C {
+          @Get()
+          @Cacheable({ stampede: 'sessions' })
+          list() {}
+        }
+        return plan(C, 'list');
+      },
+      /^C\.list: routes are cached by the default configuration/,
+    ],
+    [
       'an unknown option',
       () => {
         class C {

@@ -98,6 +98,12 @@ export function compileRoutePlan(
   ] as const) {
     if (options !== undefined) checkRouteOptions(options, `${name}: @CacheRoute on ${where}`);
   }
+  if (decorators?.stampede !== undefined || decorators?.namespace !== undefined) {
+    throw new StampedeConfigError(
+      `${name}: routes are cached by the default configuration, so @Cacheable({ stampede, namespace }) ` +
+        `does not apply to them; put the lookup in a provider method that names its configuration.`,
+    );
+  }
   if (decorators?.key) {
     throw new StampedeConfigError(
       `${name}: @Cacheable({ key }) on a route gets no method arguments; ` +

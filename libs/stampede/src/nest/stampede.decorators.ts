@@ -17,6 +17,8 @@ export interface MethodPolicyMetadata {
   timeout?: Duration | TimeoutOptions;
   tags?: string[] | ((...args: any[]) => string[]);
   l1?: boolean;
+  stampede?: string;
+  namespace?: string;
 }
 
 export interface CacheableOptions {
@@ -41,6 +43,10 @@ export interface CacheableOptions {
   tags?: string[] | ((...args: any[]) => string[]);
   /** Use the module's in-process tier for this method. Default true (when the module has one). */
   l1?: boolean;
+  /** The configuration (`StampedeModule.forRoot({ name })`) of this method. Default: the default one. */
+  stampede?: string;
+  /** Put the method's keys and tags under `<namespace>:`, as `forFeature({ namespace })` does. */
+  namespace?: string;
 }
 
 /** Adds to the method's recorded policy, so that decorators stack in any order. */

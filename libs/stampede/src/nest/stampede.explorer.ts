@@ -1,15 +1,25 @@
-import { Injectable, OnModuleInit, Type } from '@nestjs/common';
+import { Inject, Injectable, OnModuleInit, Type } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, ModuleRef } from '@nestjs/core';
 import { type InstanceWrapper, PATH_METADATA } from './nest-internals';
 import { methodKey } from '../core/cache-key';
 import { StampedeConfigError } from '../core/errors';
 import { LoadContext, runInLoadContext } from '../core/load-context';
+import { checkNamespace, namespacedKey, namespaceStampTags } from '../core/namespace';
 import { checkTags } from '../core/policy';
 import { wrapMany } from './cacheable-many';
-import { STAMPEDE_POLICY } from './stampede.constants';
+import { namespacedRunner } from './stampede-namespace';
+import {
+  describeConfigurations,
+  findStampedeConfigurations,
+  StampedeConfiguration,
+} from './stampede-configuration';
+import {
+  DEFAULT_STAMPEDE_NAME,
+  STAMPEDE_CONFIGURATION,
+  STAMPEDE_POLICY,
+} from './stampede.constants';
 import type { MethodPolicyMetadata } from './stampede.decorators';
 import { bindsInterceptor, StampedeInterceptor } from './route-cache.interceptor';
-import { StampedeService } from './stampede.service';
 
 const WRAPPED = Symbol('stampede:wrapped');
 
@@ -19,18 +29,21 @@ const WRAPPED = Symbol('stampede:wrapped');
  * keeps two apps in one process on their own stores. Controllers are not wrapped: Nest's
  * router holds their methods before onModuleInit, so their routes are cached by
  * StampedeInterceptor, and a decorated route that no interceptor serves stops the start-up.
+ * Each configuration (`forRoot({ name })`) has its explorer, which wraps the methods that name it
+ * (`@Cacheable({ stampede: name })`; the default configuration, those that name none).
  */
 @Injectable()
 export class StampedeExplorer implements OnModuleInit {
   constructor(
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
-    private readonly stampede: StampedeService,
+    @Inject(STAMPEDE_CONFIGURATION) private readonly configuration: StampedeConfiguration,
     private readonly moduleRef: ModuleRef,
   ) {}
 
   onModuleInit(): void {
     this.checkControllers();
+    let configurations: Map<string, StampedeConfiguration> | undefined;
     for (const wrapper of this.discovery.getProviders()) {
       const { instance, metatype } = wrapper;
       if (!instance || typeof instance !== 'object' || !metatype) continue;
@@ -49,10 +62,28 @@ export class StampedeExplorer implements OnModuleInit {
             `Move the method to a singleton provider and inject that.`,
         );
       }
-      for (const target of this.instancesOf(wrapper)) {
-        for (const name of methods) this.wrap(target, className, name);
+      for (const name of methods) {
+        const method = (prototype as Record<string, object>)[name];
+        const wanted = this.configurationOf(method);
+        if (wanted === this.configuration.name) {
+          for (const target of this.instancesOf(wrapper)) this.wrap(target, className, name);
+          continue;
+        }
+        configurations ??= findStampedeConfigurations(this.discovery);
+        if (!configurations.has(wanted)) {
+          throw new StampedeConfigError(
+            `${className}.${name} uses the stampede configuration '${wanted}', but the app has ` +
+              `${describeConfigurations(configurations)}: add StampedeModule.forRoot({ name: ` +
+              `'${wanted}', ... }) to the app, or fix the name.`,
+          );
+        }
       }
     }
+  }
+
+  private configurationOf(method: object): string {
+    const { stampede } = Reflect.getMetadata(STAMPEDE_POLICY, method) as MethodPolicyMetadata;
+    return stampede ?? DEFAULT_STAMPEDE_NAME;
   }
 
   /** Stampede decorators on a controller work only through StampedeInterceptor. */
@@ -112,23 +143,42 @@ export class StampedeExplorer implements OnModuleInit {
     const {
       key: keyOf,
       tags,
+      stampede: _configuration,
+      namespace: givenNamespace,
       ...meta
     } = Reflect.getMetadata(STAMPEDE_POLICY, original) as MethodPolicyMetadata;
     const name = `${className}.${methodName}`;
+    const namespace =
+      givenNamespace === undefined ? undefined : checkNamespace(givenNamespace, name);
     if (tags !== undefined && typeof tags !== 'function') checkTags(tags, name);
-    const policy = this.stampede.resolve(
-      { ...meta, cache: meta.cache ?? false, tags: typeof tags === 'function' ? undefined : tags },
+    const stampede = this.configuration.service;
+    const policy = stampede.resolve(
+      {
+        ...meta,
+        cache: meta.cache ?? false,
+        tags: typeof tags === 'function' ? undefined : namespaceStampTags(namespace, tags),
+      },
       name,
     );
     const tagsOf = typeof tags === 'function' ? tags : undefined;
-    const stampede = this.stampede;
-    const batch = wrapMany(original, stampede, policy, className, methodName);
+    const batch = wrapMany(
+      original,
+      namespacedRunner(stampede, namespace),
+      policy,
+      className,
+      methodName,
+    );
     const single = function (this: unknown, ...args: unknown[]) {
       let key: string;
       let callTags: string[] | undefined;
       try {
-        key = keyOf ? keyOf(...args) : methodKey(className, methodName, args);
-        callTags = tagsOf ? checkTags(tagsOf(...args), name) : policy.tags;
+        key = namespacedKey(
+          namespace,
+          keyOf ? keyOf(...args) : methodKey(className, methodName, args),
+        );
+        callTags = tagsOf
+          ? namespaceStampTags(namespace, checkTags(tagsOf(...args), name))
+          : policy.tags;
       } catch (err) {
         return Promise.reject(err); // the method is async: fail as a rejection, not a throw
       }

@@ -1,4 +1,5 @@
-import type { ConsumerSettings } from './ticks-env.schema';
+import { defaultDeadLetterStream } from '@nest-redis-resilience/stream-batch-ack';
+import type { ConsumerSettings } from '../config/ticks-env.schema';
 
 /** The hash tag of a key (what Redis Cluster hashes): the text between the first `{` and the next `}`, when not empty. */
 export function hashTag(key: string): string | undefined {
@@ -10,5 +11,5 @@ export function hashTag(key: string): string | undefined {
 
 /** The dead-letter stream of the entries of `stream` (a partition, on a Cluster: in its slot). */
 export function deadLetterStreamOf(consumer: ConsumerSettings, stream: string): string {
-  return consumer.deadLetterPerStream ? `${stream}:dlq` : consumer.deadLetterStream;
+  return consumer.deadLetterPerStream ? defaultDeadLetterStream(stream) : consumer.deadLetterStream;
 }

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { RedisStreamsConnection } from '@nest-redis-resilience/stream-batch-ack';
-import type { RedisSettings } from './ticks-env.schema';
+import type { RedisSettings } from '../config/ticks-env.schema';
 
 /** A single Redis or a Redis Cluster: the candle store and the HTTP reads use either. */
 export type TicksRedis = Redis | Cluster;
