@@ -33,7 +33,7 @@ import {
   startLocalCluster,
   startSingle,
 } from '../../scripts/lib/local-cluster';
-import { AppProcess } from '../../test/cluster-demo/support';
+import { AppProcess } from '../../support/app-process';
 import { collectEnvInfo, formatEnvInfo, gitRevision } from '../shared/env-info';
 import { Column, renderTable } from '../shared/table';
 import { runLoad } from '../shortener/load';

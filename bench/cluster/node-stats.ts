@@ -4,7 +4,7 @@
  * clients' CLUSTER SLOTS / CLUSTER SHARDS topology refreshes, CLIENT, PING, COMMAND) are left out.
  */
 import { Redis } from 'ioredis';
-import { parseInfo } from '../shared/env-info';
+import { parseInfo } from '../shared/redis-stats';
 
 /** Calls and microseconds per command name. */
 export type CommandStats = Record<string, { calls: number; usec: number }>;

@@ -1,13 +1,13 @@
 import { Column, renderTable } from '../shared/table';
 /*
- * A redis-server of the benchmark's own (test/support/throwaway-redis.ts: a free loopback port,
+ * A redis-server of the benchmark's own (support/throwaway-redis.ts: a free loopback port,
  * no persistence) for the scenarios that pause Redis (CLIENT PAUSE) or count its commands
  * (INFO commandstats is server-wide): they never pause the shared Redis, and nobody else's
  * commands are counted.
  */
 import { Redis } from 'ioredis';
-import { parseInfo } from '../shared/env-info';
-import { ThrowawayRedis } from '../../test/support/throwaway-redis';
+import { parseInfo } from '../shared/redis-stats';
+import { ThrowawayRedis } from '../../support/throwaway-redis';
 
 /** Calls per command name from `INFO commandstats` (`get`, `evalsha`, `client|pause`, ...). */
 export type CommandCounts = Record<string, number>;

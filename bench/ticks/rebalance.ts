@@ -16,13 +16,14 @@
 import { ChildProcess, fork } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { firstValueFrom } from 'rxjs';
 import { ClientRedisStreams, partitionOf } from '@nest-redis-resilience/stream-batch-ack';
+import { cliOptions } from '../shared/args';
+import { REGISTER_TS } from '../shared/child';
 import { collectEnvInfo, formatEnvInfo, gitRevision } from '../shared/env-info';
 import { quantile, renderTable } from '../shared/table';
-import { startOwnRedis } from './redis-server';
+import { PrivateRedis } from '../shared/private-redis';
 import type {
   HandledRow,
   KeyedTick,
@@ -30,7 +31,29 @@ import type {
   RebalanceConsumerConfig,
 } from './rebalance-consumer';
 
-const REGISTER = join(__dirname, '..', '..', 'scripts', 'register-ts.js');
+const HELP = `Ordered partitions (ordering: 'key') while consumers come and go: one consumer is killed at 20 %
+of the run, a new one joins at 40 %, another leaves at 75 %; the table gives the time until every
+moved partition had its new owner and the delay of the messages sent to them meanwhile.`;
+
+const SPEC = {
+  consumers: {
+    type: 'number',
+    min: 3,
+    default: 3,
+    help: 'forked consumers in the group (one is killed, one leaves)',
+  },
+  partitions: { type: 'number', default: 6, help: 'partitions of the stream' },
+  rate: { type: 'number', default: 2000, help: 'messages per second' },
+  keys: { type: 'number', default: 100, help: 'ordering keys' },
+  seconds: { type: 'number', default: 20, help: 'length of the run' },
+  lease: { type: 'number', default: 2000, help: 'leaseMs of the partitions' },
+  'redis-url': {
+    type: 'string',
+    placeholder: '<url>',
+    help: 'use this Redis (default: a throwaway redis-server)',
+  },
+  json: { type: 'string', placeholder: '<file>', help: 'also write every number as JSON' },
+} as const;
 
 interface Member {
   name: string;
@@ -50,27 +73,14 @@ interface Move {
 }
 
 export async function runRebalanceBench(argv: string[]): Promise<unknown> {
-  const { values: o } = parseArgs({
-    args: argv.filter((a) => a !== '--rebalance'),
-    options: {
-      consumers: { type: 'string', default: '3' },
-      partitions: { type: 'string', default: '6' },
-      rate: { type: 'string', default: '2000' },
-      keys: { type: 'string', default: '100' },
-      seconds: { type: 'string', default: '20' },
-      lease: { type: 'string', default: '2000' },
-      'redis-url': { type: 'string' },
-      json: { type: 'string' },
-    },
-  });
-  const n = Number(o.consumers);
-  const partitions = Number(o.partitions);
-  const rate = Number(o.rate);
-  const keys = Number(o.keys);
-  const seconds = Number(o.seconds);
-  const leaseMs = Number(o.lease);
-  if (n < 3) throw new Error('--consumers must be at least 3 (one is killed, one leaves)');
-  const own = o['redis-url'] ? undefined : await startOwnRedis();
+  const o = cliOptions(
+    'npm run bench:ticks -- --rebalance',
+    HELP,
+    SPEC,
+    argv.filter((a) => a !== '--rebalance'),
+  );
+  const { consumers: n, partitions, rate, keys, seconds, lease: leaseMs } = o;
+  const own = o['redis-url'] ? undefined : await PrivateRedis.start();
   const redisUrl = o['redis-url'] ?? own!.url;
   const redis = new Redis(redisUrl);
   const stream = `bench:rebalance:${process.pid}`;
@@ -87,7 +97,7 @@ export async function runRebalanceBench(argv: string[]): Promise<unknown> {
       leaseMs,
     };
     const proc = fork(join(__dirname, 'rebalance-consumer.ts'), [], {
-      execArgv: ['-r', REGISTER],
+      execArgv: ['-r', REGISTER_TS],
       env: { ...process.env, BENCH_REBALANCE_CONSUMER: JSON.stringify(cfg) },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });

@@ -1,6 +1,6 @@
 /*
  * Redis servers that a test (or a benchmark) owns: started on a free loopback port, with no
- * persistence, and killed at will. Shared by every test folder of the repository.
+ * persistence, and killed at will. Shared by the tests and the benchmarks.
  */
 import { spawn, ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
