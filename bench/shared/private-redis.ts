@@ -5,7 +5,7 @@
  */
 import { Redis } from 'ioredis';
 import { ThrowawayRedis } from '../../support/throwaway-redis';
-import { CommandStats, commandStats, parseInfo } from './redis-stats';
+import { callsOf, CommandStats, commandStats, parseInfo } from './redis-stats';
 
 export class PrivateRedis {
   private constructor(
@@ -37,6 +37,11 @@ export class PrivateRedis {
 
   commandStats(): Promise<CommandStats> {
     return commandStats(this.control);
+  }
+
+  /** Calls per command name (`get`, `evalsha`, `client|pause`, ...). */
+  async commandCounts(): Promise<Record<string, number>> {
+    return callsOf(await this.commandStats());
   }
 
   /** CLIENT PAUSE ms mode: resolves once Redis has started the pause. */

@@ -548,3 +548,7 @@ export function sumCounters(list: PatternCounters[]): PatternCounters {
     for (const k of Object.keys(out) as (keyof PatternCounters)[]) out[k] += c[k];
   return out;
 }
+
+/** The patterns that take a lock, and those among them that also recompute early (XFetch). */
+export const LOCK_PATTERNS: PatternName[] = ['distlock', 'two-tier', 'two-tier-xfetch'];
+export const XFETCH_LOCK_PATTERNS: PatternName[] = ['two-tier-xfetch'];

@@ -16,8 +16,8 @@ import {
   PatternName,
   sumCounters,
 } from './bench-app';
-import type { Instance } from './instances';
-import { CommandCounts, commandDelta, PrivateRedis, totalCommands } from './private-redis';
+import { PrivateRedis } from '../shared/private-redis';
+import { CommandCounts, commandDelta, totalCommands } from './command-counts';
 
 /** Exponential inter-arrival times: a Poisson process of `rate` per second over `durationMs`. */
 export function poissonArrivals(rate: number, durationMs: number, random = Math.random): number[] {
@@ -340,7 +340,8 @@ export interface MeasuredLoad {
  * with `measured` options, counting the Redis commands of the second run only.
  */
 export async function warmAndMeasure(
-  instances: Pick<Instance, 'load'>[],
+  /** Anything that runs a load job (a local or a forked instance). */
+  instances: { load(job: LoadJob): Promise<LoadResult> }[],
   redis: Pick<PrivateRedis, 'commandCounts'>,
   job: LoadJob,
   durationMs: number,

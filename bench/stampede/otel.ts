@@ -14,24 +14,12 @@ import { fork } from 'node:child_process';
 import { join } from 'node:path';
 import { Column, renderTable } from '../shared/table';
 import type { OtelTier, OtelVariant, OtelWorkerConfig, OtelWorkerReply } from './otel-worker';
-import { PrivateRedis } from './private-redis';
-import type { ScenarioContext } from './resilience';
-import type { BenchReport, Target } from './stampede-bench';
+import { PrivateRedis } from '../shared/private-redis';
+import type { ScenarioContext } from './context';
+import type { Target } from '../shared/targets';
 
 const REGISTER = join(__dirname, '..', '..', 'scripts', 'register-ts.js');
 const WORKER = join(__dirname, 'otel-worker.ts');
-
-/** The variants `--otel` accepts (`none`, the baseline, is measured beside each anyway). */
-export const OTEL_VARIANTS: readonly (OtelVariant | 'none')[] = [
-  'none',
-  'api',
-  'sdk',
-  'sdk-sampled',
-  'sdk-metrics',
-  'sdk-als',
-];
-export const DEFAULT_OTEL_VARIANTS: readonly OtelVariant[] = ['api', 'sdk'];
-export const OTEL_TIERS: readonly OtelTier[] = ['store', 'l1'];
 
 /** Largest throughput loss against telemetry off (issue 15); others are informative. */
 const BUDGET: Partial<Record<OtelVariant, number>> = { api: 0.02, sdk: 0.1 };
@@ -170,9 +158,9 @@ function perSecond(m: { calls: number; ms: number }): number {
   return (m.calls * 1000) / m.ms;
 }
 
-export function otelTargets(report: BenchReport): Target[] {
+export function otelTargets(rows: OtelRow[]): Target[] {
   const targets: Target[] = [];
-  for (const row of report.otel ?? []) {
+  for (const row of rows) {
     const budget = BUDGET[row.variant];
     if (budget === undefined) continue;
     const loss = 1 - row.ratio;

@@ -15,7 +15,7 @@ import { parseArgs } from 'node:util';
 import { renderTable } from '../shared/table';
 import type { PatternName } from './bench-app';
 import { ForkedInstance } from './instances';
-import { PrivateRedis } from './private-redis';
+import { PrivateRedis } from '../shared/private-redis';
 
 const { values } = parseArgs({
   options: {
