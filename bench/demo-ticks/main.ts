@@ -3,19 +3,7 @@
  *   node -r ./scripts/register-ts.js bench/demo-ticks/main.ts [options]
  *   (or through scripts/with-redis.js, which provides REDIS_URL)
  *
- *   --duration <s>       how long the collector publishes (default 60)
- *   --symbols <n>        default 100
- *   --rate <n>           ticks per second per symbol (default 100)
- *   --drain-timeout <s>  how long to wait for the consumer to catch up afterwards (default 120)
- *   --semi-space <MB>    V8 --max-semi-space-size of the consumer (default: V8's)
- *   --old-space <MB>     V8 --max-old-space-size of the consumer (default: V8's)
- *   --from dist|src      run the `npm run build` output (default; the benchmark builds it
- *                        first) or the TypeScript sources through scripts/register-ts.js (whose
- *                        TypeScript compiler adds 80-150 MB to the consumer's RSS)
- *   --no-build           with --from dist: use the existing build
- *   --cpu-prof <file>    write a V8 CPU profile of the consumer over the publishing period
- *   --json <file>        also write the results as JSON
- *   --keep               keep the Redis keys (default: delete them)
+ *   (--help lists the options)
  *
  * The consumer (apps/demo-ticks/src/main.ts) and the collector (src/collector.main.ts) run as
  * two processes of their own; this process samples the consumer's RSS and /metrics each second.
@@ -25,6 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { cliOptions } from '../shared/args';
 import { collectEnvInfo, EnvInfo, formatEnvInfo } from '../shared/env-info';
 import { renderTable } from '../shared/table';
 
@@ -619,48 +608,65 @@ export function formatReport(r: DemoTicksBenchResult): string {
 
 // ---------------------------------------------------------------- CLI
 
-function usage(message: string): never {
-  process.stderr.write(
-    `bench demo-ticks: ${message}\n(see the options at the top of bench/demo-ticks/main.ts)\n`,
-  );
-  process.exit(2);
-}
+const SPEC = {
+  duration: { type: 'number', default: 60, help: 'seconds the collector publishes' },
+  symbols: { type: 'number', default: 100, help: 'symbols' },
+  rate: { type: 'number', default: 100, help: 'ticks per second per symbol' },
+  'drain-timeout': {
+    type: 'number',
+    default: 120,
+    help: 'seconds to wait for the consumer to catch up afterwards',
+  },
+  'semi-space': {
+    type: 'number',
+    help: "V8 --max-semi-space-size of the consumer, MB (default: V8's)",
+  },
+  'old-space': {
+    type: 'number',
+    help: "V8 --max-old-space-size of the consumer, MB (default: V8's)",
+  },
+  from: {
+    type: 'string',
+    default: 'dist',
+    help: "dist: the `npm run build` output (built first); src: the TypeScript sources through scripts/register-ts.js (whose compiler adds 80-150 MB to the consumer's RSS)",
+  },
+  'no-build': { type: 'boolean', help: 'with --from dist: use the existing build' },
+  'cpu-prof': {
+    type: 'string',
+    placeholder: '<file>',
+    help: 'write a V8 CPU profile of the consumer over the publishing period',
+  },
+  json: { type: 'string', placeholder: '<file>', help: 'also write the results as JSON' },
+  keep: { type: 'boolean', help: 'keep the Redis keys (default: delete them)' },
+  demo: { type: 'boolean', help: 'accepted when run through bench:ticks -- --demo' },
+} as const;
+
+const DESCRIPTION = `The real demo-ticks app at 10,000 ticks/s: the consumer (apps/demo-ticks/src/main.ts) and the
+collector (src/collector.main.ts) run as two processes of their own; this process samples the
+consumer's RSS and /metrics each second.`;
 
 export function parseDemoTicksArgs(argv: string[]): {
   options: Partial<DemoTicksBenchOptions>;
   json?: string;
 } {
-  const options: Partial<DemoTicksBenchOptions> = {};
-  let json: string | undefined;
-  const numbers: Record<string, [keyof DemoTicksBenchOptions, number]> = {
-    '--duration': ['durationMs', 1000],
-    '--symbols': ['symbols', 1],
-    '--rate': ['ratePerSymbol', 1],
-    '--drain-timeout': ['drainTimeoutMs', 1000],
-    '--semi-space': ['semiSpaceMb', 1],
-    '--old-space': ['oldSpaceMb', 1],
-  };
-  for (let i = 0; i < argv.length; i++) {
-    const [flag, inline] = argv[i].split('=', 2) as [string, string | undefined];
-    const value = () => inline ?? argv[++i] ?? usage(`${flag} needs a value`);
-    if (flag === '--json') json = value();
-    else if (flag === '--keep') options.keep = true;
-    else if (flag === '--no-build') options.build = false;
-    else if (flag === '--cpu-prof') options.cpuProfile = value();
-    else if (flag === '--from') {
-      const from = value();
-      if (from !== 'dist' && from !== 'src') usage('--from is dist or src');
-      options.from = from;
-    } else if (flag === '--demo')
-      continue; // accepted when run through bench:ticks -- --demo
-    else if (flag in numbers) {
-      const n = Number(value());
-      if (!Number.isFinite(n) || n < 0) usage(`${flag} needs a number`);
-      const [key, scale] = numbers[flag];
-      (options as Record<string, number>)[key] = n * scale;
-    } else usage(`unknown option ${flag}`);
+  const v = cliOptions('npm run bench:ticks -- --demo', DESCRIPTION, SPEC, argv);
+  if (v.from !== 'dist' && v.from !== 'src') {
+    process.stderr.write('bench demo-ticks: --from is dist or src\n');
+    process.exit(2);
   }
-  return { options, json };
+  const options: Partial<DemoTicksBenchOptions> = {
+    durationMs: v.duration * 1000,
+    symbols: v.symbols,
+    ratePerSymbol: v.rate,
+    drainTimeoutMs: v['drain-timeout'] * 1000,
+    from: v.from,
+  };
+  if (v['semi-space'] !== undefined) options.semiSpaceMb = v['semi-space'];
+  if (v['old-space'] !== undefined) options.oldSpaceMb = v['old-space'];
+  if (v['no-build']) options.build = false;
+  if (v.keep) options.keep = true;
+  if (v['cpu-prof'] !== undefined) options.cpuProfile = v['cpu-prof'];
+  return { options, json: v.json };
 }
 
 async function main(): Promise<void> {
