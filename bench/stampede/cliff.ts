@@ -5,7 +5,7 @@
 import { performance } from 'node:perf_hooks';
 import { Column, quantile, renderTable } from '../shared/table';
 import type { Target } from '../shared/targets';
-import { emptyCounters, lockKey, PatternName, valueKey } from './bench-app';
+import { emptyCounters, lockKey, PatternName, valueKey } from './patterns';
 import { commandsSoFar, round2, ScenarioContext, sleep } from './context';
 import { Instance, startInstances } from './instances';
 

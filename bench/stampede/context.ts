@@ -6,7 +6,7 @@ import type { Redis } from 'ioredis';
 import { commandStats, totalCalls } from '../shared/redis-stats';
 import { quantile } from '../shared/table';
 import { formatTargetLine, Target } from '../shared/targets';
-import type { BenchConfig } from './bench-app';
+import type { BenchConfig } from './patterns';
 import type { BenchOptions } from './options';
 
 export interface ScenarioContext {

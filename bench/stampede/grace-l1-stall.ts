@@ -6,7 +6,8 @@
 import { PrivateRedis } from '../shared/private-redis';
 import { Column, renderTable } from '../shared/table';
 import type { Target } from '../shared/targets';
-import { BenchApp, PatternName } from './bench-app';
+import { BenchApp } from './bench-app';
+import { PatternName } from './patterns';
 import { epochNow, logTargets, q, round2, ScenarioContext, sleep } from './context';
 import { LoadJob, runLoad } from './load';
 import { parseVariant } from './options';

@@ -6,7 +6,7 @@
 import { PrivateRedis } from '../shared/private-redis';
 import { Column, renderTable } from '../shared/table';
 import type { Target } from '../shared/targets';
-import { PatternName } from './bench-app';
+import { PatternName } from './patterns';
 import {
   CommandCounts,
   commandDelta,

@@ -8,14 +8,8 @@ import { performance } from 'node:perf_hooks';
 import { PrivateRedis } from '../shared/private-redis';
 import { Column, renderTable } from '../shared/table';
 import type { Target } from '../shared/targets';
-import {
-  BenchApp,
-  LOCK_PATTERNS,
-  XFETCH_LOCK_PATTERNS,
-  lockKey,
-  PatternName,
-  valueKey,
-} from './bench-app';
+import { BenchApp } from './bench-app';
+import { LOCK_PATTERNS, XFETCH_LOCK_PATTERNS, lockKey, PatternName, valueKey } from './patterns';
 import { epochNow, logTargets, q, round2, ScenarioContext, sleep } from './context';
 import { LoadJob, runLoad } from './load';
 import type { BenchOptions } from './options';

@@ -6,16 +6,16 @@
  * can be merged).
  */
 import { performance } from 'node:perf_hooks';
+import { BenchApp } from './bench-app';
 import {
   BackendError,
-  BenchApp,
   CallRecord,
   callContext,
   diffCounters,
   PatternCounters,
   PatternName,
   sumCounters,
-} from './bench-app';
+} from './patterns';
 import { PrivateRedis } from '../shared/private-redis';
 import { CommandCounts, commandDelta, totalCommands } from './command-counts';
 

@@ -52,7 +52,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { cliOptions, OptionSpec, parseOptions, UsageError } from '../shared/args';
-import { ALL_PATTERNS } from './bench-app';
+import { ALL_PATTERNS } from './patterns';
 import {
   BenchOptions,
   DEFAULT_OPTIONS,

@@ -2,7 +2,7 @@
  * The options of `npm run bench:stampede`: the scenarios, the numbers each one runs with, and
  * their defaults (main.ts turns the flags into them).
  */
-import { ALL_PATTERNS, LIBRARY_PATTERNS, PatternName } from './bench-app';
+import { ALL_PATTERNS, LIBRARY_PATTERNS, PatternName } from './patterns';
 import type { OtelTier, OtelVariant } from './otel-worker';
 
 /** The variants `--otel` accepts (`none`, the baseline, is measured beside each anyway). */

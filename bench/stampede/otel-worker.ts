@@ -215,12 +215,12 @@ async function main(): Promise<void> {
       context.disable();
     }
   }
-  process.send!(reply, () => process.disconnect());
+  process.send!({ type: 'result', ...reply }, () => process.disconnect());
 }
 
 main().catch((err: unknown) => {
   process.exitCode = 1;
   const error = err instanceof Error ? (err.stack ?? err.message) : String(err);
-  if (process.send) process.send({ error }, () => process.disconnect());
+  if (process.send) process.send({ type: 'error', error }, () => process.disconnect());
   else process.stderr.write(`${error}\n`);
 });

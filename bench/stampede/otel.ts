@@ -10,15 +10,14 @@
  * app with telemetry off and an app with it on take turns in short slices; the table shows the
  * medians over the rounds.
  */
-import { fork } from 'node:child_process';
 import { join } from 'node:path';
-import { Column, renderTable } from '../shared/table';
+import { forkTs } from '../shared/child';
+import { Column, median, renderTable } from '../shared/table';
 import type { OtelTier, OtelVariant, OtelWorkerConfig, OtelWorkerReply } from './otel-worker';
 import { PrivateRedis } from '../shared/private-redis';
 import type { ScenarioContext } from './context';
 import type { Target } from '../shared/targets';
 
-const REGISTER = join(__dirname, '..', '..', 'scripts', 'register-ts.js');
 const WORKER = join(__dirname, 'otel-worker.ts');
 
 /** Largest throughput loss against telemetry off (issue 15); others are informative. */
@@ -59,28 +58,18 @@ export const OTEL_COLUMNS: Column<OtelRow>[] = [
   { header: 'on', value: (r) => r.on_cpu_us, digits: 2 },
 ];
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-}
-
-function runWorker(cfg: OtelWorkerConfig): Promise<OtelWorkerReply> {
-  return new Promise((resolve, reject) => {
-    const child = fork(WORKER, [], {
-      execArgv: ['-r', REGISTER],
-      env: { ...process.env, OTEL_BENCH: JSON.stringify(cfg) },
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    });
-    let reply: (OtelWorkerReply & { error?: string }) | undefined;
-    child.on('message', (msg: OtelWorkerReply & { error?: string }) => (reply = msg));
-    child.once('error', reject);
-    child.once('exit', (code) => {
-      if (reply?.error) reject(new Error(`otel worker: ${reply.error}`));
-      else if (!reply) reject(new Error(`otel worker exited with ${code}`));
-      else resolve(reply);
-    });
+/** One round in a forked worker: its reply, once it has exited. */
+async function runWorker(cfg: OtelWorkerConfig): Promise<OtelWorkerReply> {
+  const child = forkTs<{ type: 'result' } & OtelWorkerReply>('otel worker', WORKER, {
+    env: { OTEL_BENCH: JSON.stringify(cfg) },
   });
+  try {
+    const reply = await child.waitFor('result', 3_600_000);
+    await child.exited;
+    return reply;
+  } finally {
+    await child.kill();
+  }
 }
 
 export async function otelCost(ctx: ScenarioContext): Promise<OtelRow[]> {

@@ -13,7 +13,7 @@
  */
 import { parseArgs } from 'node:util';
 import { renderTable } from '../shared/table';
-import type { PatternName } from './bench-app';
+import type { PatternName } from './patterns';
 import { ForkedInstance } from './instances';
 import { PrivateRedis } from '../shared/private-redis';
 

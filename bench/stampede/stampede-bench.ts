@@ -13,7 +13,7 @@ import { Redis } from 'ioredis';
 import { collectEnvInfo, EnvInfo, formatEnvInfo, gitRevision } from '../shared/env-info';
 import { deleteKeys } from '../shared/redis-stats';
 import { formatTargetLine, Target } from '../shared/targets';
-import { BenchConfig } from './bench-app';
+import { BenchConfig } from './patterns';
 import { cliff, CliffRow, cliffTargets } from './cliff';
 import { ScenarioContext } from './context';
 import { CpuBurn } from './cpu-burn';

@@ -6,7 +6,8 @@
 import { performance } from 'node:perf_hooks';
 import { Column, quantile, renderTable } from '../shared/table';
 import type { Target } from '../shared/targets';
-import { BenchApp, diffCounters, PatternName } from './bench-app';
+import { BenchApp } from './bench-app';
+import { diffCounters, PatternName } from './patterns';
 import { commandsSoFar, round2, ScenarioContext, sleep } from './context';
 import { doubleRefreshes, drive, poissonArrivals } from './load';
 
