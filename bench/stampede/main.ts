@@ -1,54 +1,9 @@
 /*
- * npm run bench:stampede -- [options]   (--help lists them)
- *
- *   --scenario <name>[,<name>...]   default all. Groups: all = cliff (1 instance at every
- *                            concurrency, then --multi-instances at --multi-concurrency),
- *                            steady, snowstorm (about 1.5 min); resilience = late-lock, stall,
- *                            hotset, fanout, warnings (about 2.5 min); tiers = l1-hotset,
- *                            grace-failing, l1-stall (about 1.5 to 2 min). Or one by name.
- *   --cpu-burn [n]           n busy-loop processes (default 1) beside the whole run
- *   --op-timeout 500   --cooldown 1000   the StampedeModule's operationTimeout and cooldown
- *   --instances K            cliff (or hotset): K forked processes share the load (default 1)
- *   --concurrency 100,500,1000   --rounds 10   --warmup 1   --ttl 80   --backend 100
- *   --lock-ttl 5000   --poll 2   --beta 1   --patterns naive,singleflight,...
- *   --multi-instances 4   --multi-concurrency 1000
- *   --rate 2000   --duration 5000   --steady-ttl 1000   --steady-patterns ...
- *   --snow-keys 1000   --snow-rate 10000   --snow-duration 3500   --snow-ttl 1000   --jitter 0.1
- *   --window 10
- *   late-lock: --late-pause 1500   --late-patterns singleflight,distlock,two-tier,two-tier-xfetch
- *   stall:     --stall-rate 2000   --stall-keys 100   --stall-ttl 1000   --stall-duration 6000
- *              --stall-warmup 1000   --stall-pause 2000   --stall-mode ALL|WRITE   --stall-patterns ...
- *   hotset:    --hotset-keys 10000   --hotset-zipf 1   --hotset-rate 5000   --hotset-ttl 2000
- *              --hotset-backend 10   --hotset-duration 10000   --hotset-warmup 2000
- *              --hotset-probe-keys 1000   --hotset-hot-keys 100   --hotset-instances 1
- *              --hotset-patterns singleflight,two-tier,two-tier-xfetch
- *   fanout:    --fanout-instances 3   --fanout-keys 1000   --fanout-zipf 1   --fanout-rate 3000
- *              --fanout-ttl 1000   --fanout-backend 100   --fanout-duration 10000
- *              --fanout-warmup 1000   --fanout-patterns singleflight,two-tier,two-tier-xfetch
- *   warnings:  --warn-rate 2000   --warn-keys 100   --warn-ttl 1000   --warn-fail 0.1
- *              --warn-duration 5000   --warn-patterns singleflight,xfetch,two-tier-xfetch
- *   l1-hotset: --l1-hotset-variants two-tier-xfetch,two-tier-xfetch+l1,bento-like (+l1: the
- *              instances' StampedeModule gets l1: true)   --l1-hotset-instances 4
- *              --l1-hotset-keys 10000   --l1-hotset-zipf 1   --l1-hotset-rate 5000
- *              --l1-hotset-ttl 2000   --l1-hotset-backend 10   --l1-hotset-duration 10000
- *              --l1-hotset-warmup 2000   --l1-hotset-probe-keys 1000   --l1-hotset-hot-keys 100
- *   grace-failing: --grace-patterns two-tier,two-tier-grace   --grace 10000   --grace-backoff 1000
- *              --grace-keys 100   --grace-rate 2000   --grace-ttl 500   --grace-fail 0.1
- *              --grace-duration 8000
- *   l1-stall:  --l1-stall-variants two-tier-xfetch,two-tier-xfetch+l1   --l1-stall-keys 100
- *              --l1-stall-rate 2000   --l1-stall-ttl 10000   --l1-stall-duration 5000
- *              --l1-stall-pause 2000
- *   otel:      --otel api,sdk (each against telemetry off, side by side in one process: api =
- *              @opentelemetry/api without SDK; sdk = SDK MeterProvider + Prometheus exporter +
- *              tracer provider with a batch processor; also sdk-sampled, sdk-metrics, sdk-als)
- *              --otel-tiers store,l1   --otel-keys 1000   --otel-zipf 1   --otel-concurrency 64
- *              --otel-warmup 1000   --otel-duration 4000 (per app)   --otel-slice 200
- *              --otel-rounds 3   (--otel alone implies --scenario otel)
- *   --json <file>
+ * npm run bench:stampede -- [options]   (--help lists them, generated from SPEC below)
  *
  * Needs REDIS_URL (the npm script sets it through scripts/with-redis.js); late-lock, stall,
- * hotset, fanout and the tiers scenarios also start a private redis-server (redis-server on PATH
- * or REDIS_SERVER_BIN).
+ * hotset, fanout, the tiers scenarios and otel also start a private redis-server (redis-server on
+ * PATH or REDIS_SERVER_BIN).
  */
 import { writeFileSync } from 'node:fs';
 import { cliOptions, OptionSpec, parseOptions, UsageError } from '../shared/args';
@@ -206,8 +161,16 @@ const SPEC: Record<string, OptionSpec> = {
   json: { type: 'string', placeholder: '<file>', help: 'also write every number as JSON' },
 };
 
-const DESCRIPTION = `The cache-stampede benchmark: cliff, steady and snowstorm on REDIS_URL; the resilience and
-tiers scenarios on a private redis-server (redis-server on PATH or REDIS_SERVER_BIN).`;
+const DESCRIPTION = `The cache-stampede benchmark. Scenarios (--scenario, default all):
+  all         cliff (1 instance at every --concurrency, then --multi-instances at
+              --multi-concurrency), steady, snowstorm (about 1.5 min)
+  resilience  late-lock, stall, hotset, fanout, warnings (about 2.5 min)
+  tiers       l1-hotset, grace-failing, l1-stall (about 1.5 to 2 min)
+  otel        --otel api,sdk,... each against telemetry off (--otel alone implies --scenario otel)
+--instances K: cliff (or hotset, l1-hotset) with K forked processes sharing the load.
+Each flag below sets the option it names (BenchOptions in bench/stampede/options.ts says what it
+does). Needs REDIS_URL (npm run sets it); the resilience,
+tiers and otel scenarios start a private redis-server (on PATH or REDIS_SERVER_BIN).`;
 
 /** `--cpu-burn` takes an optional count: `--cpu-burn`, `--cpu-burn 2`, `--cpu-burn=2`. */
 function withCpuBurnCount(argv: string[]): string[] {
