@@ -1,7 +1,7 @@
 import { ChildProcess, fork } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { freePort } from '../../support/throwaway-redis';
 import { ticksPerSecond } from '../shared/other-cpu';
 
 const ROOT = join(__dirname, '..', '..');
@@ -21,17 +21,6 @@ export interface StartOptions {
   profiled?: boolean;
   /** More options for node (e.g. --trace-gc). */
   nodeOptions?: string[];
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address();
-      srv.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
 }
 
 /**
