@@ -94,28 +94,26 @@ export class Child<In extends Message, Out extends Message = Message> {
 }
 
 export interface ForkOptions {
+  /** Added to this process' environment. */
   env?: Record<string, string>;
-  /** Node flags before the TypeScript loader (e.g. --cpu-prof). */
-  execArgv?: string[];
-  args?: string[];
-  /** Capture stdout/stderr instead of inheriting them. */
-  pipe?: boolean;
 }
 
 /** Forks `file` (a .ts or .js path) with the TypeScript loader and an IPC channel. */
+export function forkTsProcess(file: string, options: ForkOptions = {}): ChildProcess {
+  return fork(file, [], {
+    execArgv: ['-r', REGISTER_TS],
+    env: { ...process.env, ...options.env },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+}
+
+/** forkTsProcess, wrapped in a Child that waits for its messages by type. */
 export function forkTs<In extends Message, Out extends Message = Message>(
   name: string,
   file: string,
   options: ForkOptions = {},
 ): Child<In, Out> {
-  const proc = fork(file, options.args ?? [], {
-    execArgv: [...(options.execArgv ?? []), '-r', REGISTER_TS],
-    env: { ...process.env, ...options.env },
-    stdio: options.pipe
-      ? ['ignore', 'pipe', 'pipe', 'ipc']
-      : ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  return new Child<In, Out>(name, proc);
+  return new Child<In, Out>(name, forkTsProcess(file, options));
 }
 
 /** In a forked worker: sends a message to the parent (no-op when run on its own). */

@@ -11,16 +11,16 @@
  * they moved, against the steady delay of the run's first 20 % (the reference). It also checks that every message was handled and each
  * key's first handlings came in order.
  *
- *   --lease 2000 (leaseMs)  --redis-url <url> (default: a throwaway redis-server)  --json <file>
+ * --help lists the options.
  */
-import { ChildProcess, fork } from 'node:child_process';
+import { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { firstValueFrom } from 'rxjs';
 import { ClientRedisStreams, partitionOf } from '@nest-redis-resilience/stream-batch-ack';
 import { cliOptions } from '../shared/args';
-import { REGISTER_TS } from '../shared/child';
+import { forkTsProcess } from '../shared/child';
 import { collectEnvInfo, formatEnvInfo, gitRevision } from '../shared/env-info';
 import { quantile, renderTable } from '../shared/table';
 import { PrivateRedis } from '../shared/private-redis';
@@ -96,10 +96,9 @@ export async function runRebalanceBench(argv: string[]): Promise<unknown> {
       partitions,
       leaseMs,
     };
-    const proc = fork(join(__dirname, 'rebalance-consumer.ts'), [], {
-      execArgv: ['-r', REGISTER_TS],
-      env: { ...process.env, BENCH_REBALANCE_CONSUMER: JSON.stringify(cfg) },
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    // The partition events stream in: read off the process, not waited for one by one.
+    const proc = forkTsProcess(join(__dirname, 'rebalance-consumer.ts'), {
+      env: { BENCH_REBALANCE_CONSUMER: JSON.stringify(cfg) },
     });
     let closed!: () => void;
     const member: Member = {
