@@ -17,9 +17,9 @@ import { collectEnvInfo } from '../shared/env-info';
 import { commandStats, deleteKeys } from '../shared/redis-stats';
 import { DEFAULT_OPTIONS, DemoTicksBenchOptions, parseDemoTicksArgs } from './options';
 import { DemoTicksBenchResult, formatReport, TimelineRow } from './report';
+import { REGISTER_TS } from '../shared/child';
 
 const ROOT = join(__dirname, '..', '..');
-const REGISTER = join(ROOT, 'scripts', 'register-ts.js');
 const SOURCES = join(ROOT, 'apps', 'demo-ticks', 'src');
 /** Where `npm run build` puts the app. */
 const BUILT = join(ROOT, 'dist', 'apps', 'demo-ticks');
@@ -48,7 +48,7 @@ function startChild(
 ): ChildProcess {
   const ts = file.endsWith('.ts');
   return fork(profiled ? PROFILED : file, profiled ? [file] : [], {
-    execArgv: [...execArgv, ...(ts ? ['-r', REGISTER] : [])],
+    execArgv: [...execArgv, ...(ts ? ['-r', REGISTER_TS] : [])],
     env: { ...process.env, ...env },
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
