@@ -58,7 +58,7 @@ export async function cliff(
 }
 
 /** Waits until the key's value and lock are gone (the value expired after its TTL). */
-export async function waitExpired(ctx: ScenarioContext, key: string): Promise<void> {
+async function waitExpired(ctx: ScenarioContext, key: string): Promise<void> {
   const deadline = Date.now() + 10_000;
   while ((await ctx.control.exists(valueKey(ctx.prefix, key), lockKey(ctx.prefix, key))) > 0) {
     if (Date.now() > deadline) throw new Error(`key ${key} did not expire`);
@@ -66,7 +66,7 @@ export async function waitExpired(ctx: ScenarioContext, key: string): Promise<vo
   }
 }
 
-export async function cliffRow(
+async function cliffRow(
   ctx: ScenarioContext,
   instances: Instance[],
   pattern: PatternName,

@@ -80,14 +80,6 @@ export function zipfSampler(n: number, s: number, random = Math.random): () => n
   };
 }
 
-/** Expected share of requests for rank r under zipfSampler(n, s). */
-export function zipfShare(n: number, s: number, rank: number): number {
-  if (s === 0) return 1 / n;
-  let sum = 0;
-  for (let r = 0; r < n; r++) sum += 1 / Math.pow(r + 1, s);
-  return 1 / Math.pow(rank + 1, s) / sum;
-}
-
 export interface LoadJob {
   pattern: PatternName;
   /** Keys are `${keyPrefix}${rank}`, rank 0 the most popular. */
