@@ -1,12 +1,13 @@
 #!/usr/bin/env node
 /*
- * The table of contents of a README: the `## ` sections between `<!-- toc -->` and
- * `<!-- /toc -->`, with GitHub's heading anchors. `node scripts/readme-toc.js <README>...` writes
- * them; with `--check` it only says which README is out of date (exit code 1).
+ * The table of contents of a README or doc: the `## ` sections between `<!-- toc -->` and
+ * `<!-- /toc -->` (`<!-- toc depth=3 -->`: their `### ` subsections too, nested), with GitHub's
+ * heading anchors. `node scripts/readme-toc.js <file>...` writes them; with `--check` it only
+ * says which file is out of date (exit code 1).
  */
 const { readFileSync, writeFileSync } = require('node:fs');
 
-const START = '<!-- toc -->';
+const START = /<!-- toc(?: depth=([23]))? -->/;
 const END = '<!-- /toc -->';
 
 /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens. */
@@ -21,13 +22,10 @@ function anchorOf(heading, seen) {
   return n === 0 ? base : `${base}-${n}`;
 }
 
-/** The README with its table of contents rewritten (unchanged when it has no markers). */
-function withToc(markdown) {
-  const start = markdown.indexOf(START);
-  const end = markdown.indexOf(END);
-  if (start < 0 || end < start) return markdown;
+/** The headings outside code blocks, with their GitHub anchors, in order. */
+function headingsOf(markdown) {
   const seen = new Map();
-  const items = [];
+  const headings = [];
   let fence = null;
   for (const line of markdown.split('\n')) {
     const marker = /^ {0,3}(`{3,}|~{3,})/.exec(line)?.[1];
@@ -36,16 +34,26 @@ function withToc(markdown) {
       continue;
     }
     if (fence !== null) continue;
-    const h = /^(#{2,3}) (.+?)\s*$/.exec(line);
-    if (!h) continue;
-    const text = h[2];
-    const anchor = anchorOf(text, seen);
-    if (h[1] === '##') items.push(`- [${text.replace(/[[\]]/g, '\\$&')}](#${anchor})`);
+    const h = /^(#{1,6}) (.+?)\s*$/.exec(line);
+    if (h) headings.push({ level: h[1].length, text: h[2], anchor: anchorOf(h[2], seen) });
   }
-  return `${markdown.slice(0, start + START.length)}\n\n${items.join('\n')}\n\n${markdown.slice(end)}`;
+  return headings;
 }
 
-module.exports = { withToc };
+/** The README with its table of contents rewritten (unchanged when it has no markers). */
+function withToc(markdown) {
+  const start = START.exec(markdown);
+  const end = markdown.indexOf(END);
+  if (!start || end < start.index) return markdown;
+  const depth = Number(start[1] ?? 2);
+  const items = headingsOf(markdown)
+    .filter((h) => h.level >= 2 && h.level <= depth)
+    .map((h) => `${'  '.repeat(h.level - 2)}- [${h.text.replace(/[[\]]/g, '\\$&')}](#${h.anchor})`);
+  const head = markdown.slice(0, start.index + start[0].length);
+  return `${head}\n\n${items.join('\n')}\n\n${markdown.slice(end)}`;
+}
+
+module.exports = { withToc, headingsOf };
 
 if (require.main === module) {
   const check = process.argv.includes('--check');

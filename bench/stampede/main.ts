@@ -98,6 +98,7 @@ const NUMBER_FLAGS: Record<string, keyof BenchOptions> = {
   '--otel-duration': 'otelDurationMs',
   '--otel-rounds': 'otelRounds',
   '--otel-slice': 'otelSliceMs',
+  '--batch-rounds': 'batchRounds',
 };
 const LIST_FLAGS: Record<string, keyof BenchOptions> = {
   '--concurrency': 'concurrency',
@@ -167,6 +168,8 @@ const DESCRIPTION = `The cache-stampede benchmark. Scenarios (--scenario, defaul
   resilience  late-lock, stall, hotset, fanout, warnings (about 2.5 min)
   tiers       l1-hotset, grace-failing, l1-stall (about 1.5 to 2 min)
   otel        --otel api,sdk,... each against telemetry off (--otel alone implies --scenario otel)
+  batch       getOrLoadMany against per-key getOrLoad, 100 keys (50 cached) on 1 and 2 instances:
+              Redis commands, round trips, loader calls (seconds)
 --instances K: cliff (or hotset, l1-hotset) with K forked processes sharing the load.
 Each flag below sets the option it names (BenchOptions in bench/stampede/options.ts says what it
 does). Needs REDIS_URL (npm run sets it); the resilience,

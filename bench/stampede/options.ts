@@ -52,7 +52,8 @@ export type Scenario =
   | 'l1-hotset'
   | 'grace-failing'
   | 'l1-stall'
-  | 'otel';
+  | 'otel'
+  | 'batch';
 
 export const SCENARIO_GROUPS: Record<string, Scenario[]> = {
   all: ['cliff', 'steady', 'snowstorm'],
@@ -75,6 +76,7 @@ export const SCENARIOS: Scenario[] = [
   'grace-failing',
   'l1-stall',
   'otel',
+  'batch',
 ];
 
 export interface BenchOptions {
@@ -192,6 +194,8 @@ export interface BenchOptions {
   otelDurationMs: number;
   otelSliceMs: number;
   otelRounds: number;
+  /** batch: rounds per row (batch.ts). */
+  batchRounds?: number;
 }
 
 export const DEFAULT_OPTIONS: Omit<BenchOptions, 'redisUrl'> = {

@@ -13,6 +13,7 @@ import { Redis } from 'ioredis';
 import { collectEnvInfo, EnvInfo, formatEnvInfo, gitRevision } from '../shared/env-info';
 import { deleteKeys } from '../shared/redis-stats';
 import { formatTargetLine, Target } from '../shared/targets';
+import { batchLoads, BatchRow } from './batch';
 import { BenchConfig } from './patterns';
 import { cliff, CliffRow, cliffTargets } from './cliff';
 import { ScenarioContext } from './context';
@@ -68,6 +69,7 @@ export interface BenchReport {
   graceFailing: GraceRow[];
   l1Stall: L1StallRow[];
   otel: OtelRow[];
+  batch: BatchRow[];
   targets: Target[];
 }
 
@@ -139,6 +141,7 @@ export class StampedeBench {
       graceFailing: [],
       l1Stall: [],
       otel: [],
+      batch: [],
       targets: [],
     };
     const burn = CpuBurn.start(o.cpuBurn);
@@ -173,6 +176,7 @@ export class StampedeBench {
       if (scenarios.includes('grace-failing')) report.graceFailing = await graceFailing(ctx);
       if (scenarios.includes('l1-stall')) report.l1Stall = await l1Stall(ctx);
       if (scenarios.includes('otel')) report.otel = await otelCost(ctx);
+      if (scenarios.includes('batch')) report.batch = await batchLoads(ctx);
       report.targets = evaluateTargets(report);
       if (report.targets.length) this.log(`\n${formatTargets(report.targets)}`);
     } finally {

@@ -2,6 +2,8 @@ export { StampedeModule } from './nest/stampede.module';
 export { StampedeService } from './nest/stampede.service';
 export { Cacheable, DistLock, JitterTtl, SingleFlight, XFetch } from './nest/stampede.decorators';
 export type { CacheableOptions } from './nest/stampede.decorators';
+export { CacheableMany } from './nest/cacheable-many';
+export type { CacheableManyOptions } from './nest/cacheable-many';
 export type { StampedeModuleOptions } from './nest/stampede.options';
 export { STAMPEDE_STORE } from './nest/stampede.constants';
 export { STAMPEDE_MODULE_OPTIONS } from './nest/stampede.module-definition';
@@ -15,11 +17,16 @@ export {
   ROUTE_KEY_PREFIX,
   STAMPEDE_ROUTE,
 } from './nest/route-cache.constants';
-export { StampedeInterceptor } from './nest/stampede.interceptor';
+export { StampedeInterceptor } from './nest/route-cache.interceptor';
 
 export type { Duration } from './core/duration';
 export { currentLoadSignal } from './core/stampede-engine';
-export type { Loader, StampedeFailSafeState } from './core/stampede-engine';
+export type {
+  BatchLoader,
+  BatchResult,
+  Loader,
+  StampedeFailSafeState,
+} from './core/stampede-engine';
 export type { StampedeSerializer } from './core/envelope';
 export type {
   PolicyOptions,

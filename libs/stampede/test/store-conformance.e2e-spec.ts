@@ -126,6 +126,18 @@ describe.each(subjects)('store conformance: %s', (_name, make) => {
     expect(await store.get(key)).toBeUndefined();
   });
 
+  it('getMany: the envelopes of many keys in their order, misses and foreign texts undefined', async () => {
+    const keys = Array.from({ length: 20 }, (_, i) => `${key}:${i}`);
+    for (const [i, k] of keys.entries()) if (i % 3 === 0) await store.set(k, envelope(i), 60_000);
+    await subject.writeForeign(keys[1], 'not an envelope');
+    const read = await store.getMany!<number>([...keys, keys[0]]);
+    expect(read.map((e) => e?.v)).toEqual([
+      ...keys.map((_, i) => (i % 3 === 0 ? i : undefined)),
+      0,
+    ]);
+    expect(await store.getMany!([])).toEqual([]);
+  });
+
   it('readOrLock: the value if there is one, else the lock, else busy', async () => {
     expect(await store.readOrLock(key, 'a', 60_000)).toEqual({ kind: 'locked' });
     const busy = await store.readOrLock(key, 'b', 60_000);

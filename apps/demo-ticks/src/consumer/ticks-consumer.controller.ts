@@ -52,14 +52,14 @@ export function createTicksConsumerController(stream: string): Type<unknown> {
       @Payload() payloads: unknown[],
       @Ctx() ctx: RedisStreamsBatchContext,
     ): Promise<void> {
-      const mark = ctx.idempotency;
+      const mark = ctx.getIdempotency();
       if (!mark) throw new Error('demo-ticks needs the transport idempotency with the Redis store');
       const valid: TickEntry[] = [];
       /** The position in the batch of each valid tick. */
       const positions: number[] = [];
       const rejected: Promise<void>[] = [];
       const { limits } = this;
-      ctx.entries.forEach((entry, i) => {
+      ctx.getEntries().forEach((entry, i) => {
         const parsed = parseTick(payloads[i], limits);
         const record = entry.idempotencyRecord!;
         if (!parsed.ok) {
@@ -75,7 +75,8 @@ export function createTicksConsumerController(stream: string): Type<unknown> {
         }
       });
       try {
-        const results = valid.length > 0 ? await this.store.apply(valid, mark, ctx.stream) : [];
+        const results =
+          valid.length > 0 ? await this.store.apply(valid, mark, ctx.getStream()) : [];
         const now = Date.now();
         const changed = new Set<string>();
         results.forEach((result, i) => {
@@ -112,14 +113,14 @@ export function createTicksConsumerController(stream: string): Type<unknown> {
       reason: TickRejection,
       error: string,
     ): Promise<void> {
-      const entry = ctx.entries[i];
-      const deadLetterStream = deadLetterStreamOf(this.consumer, ctx.stream);
+      const entry = ctx.getEntries()[i];
+      const deadLetterStream = deadLetterStreamOf(this.consumer, ctx.getStream());
       // The library's dead-letter format: DeadLetters, sba-dlq and the health checks read it.
       const fields = deadLetterFields({
-        stream: ctx.stream,
+        stream: ctx.getStream(),
         id: entry.id,
-        group: ctx.group,
-        consumer: ctx.consumer,
+        group: ctx.getGroup(),
+        consumer: ctx.getConsumer(),
         deliveries: entry.deliveries,
         reason,
         error,

@@ -7,6 +7,8 @@ export interface CacheManagerLike {
   get<T>(key: string): Promise<T | undefined | null>;
   set<T>(key: string, value: T, ttl?: number): Promise<unknown>;
   del(key: string): Promise<unknown>;
+  /** cache-manager 6/7 have it: one call for many keys. */
+  mget?<T>(keys: string[]): Promise<(T | undefined | null)[]>;
 }
 
 /**
@@ -27,6 +29,12 @@ export class CacheManagerStore extends LocallyLockedStore {
 
   async get<T>(key: string): Promise<Envelope<T> | undefined> {
     return this.codec.decode<T>(await this.cache.get<string>(key));
+  }
+
+  override async getMany<T>(keys: string[]): Promise<(Envelope<T> | undefined)[]> {
+    if (!this.cache.mget) return super.getMany<T>(keys);
+    const raws = await this.cache.mget<string>(keys);
+    return keys.map((_, i) => this.codec.decode<T>(raws[i]));
   }
 
   async set(key: string, envelope: Envelope, ttlMs: number, raw?: string): Promise<void> {

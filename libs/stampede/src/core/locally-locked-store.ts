@@ -22,6 +22,10 @@ export abstract class LocallyLockedStore implements StampedeStore {
   abstract delete(key: string): Promise<void>;
   abstract ping(): Promise<void>;
 
+  getMany<T>(keys: string[]): Promise<(Envelope<T> | undefined)[]> {
+    return Promise.all(keys.map((key) => this.get<T>(key)));
+  }
+
   async readOrLock<T>(key: string, token: string, lockTtlMs: number): Promise<ReadOrLockResult<T>> {
     const envelope = await this.get<T>(key);
     if (envelope) return { kind: 'hit', envelope };

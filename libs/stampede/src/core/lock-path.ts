@@ -49,7 +49,16 @@ export class LockPath {
     return promise.then((o) => ({ value: o.value, waited: o.waited, loaded: false, joined: true }));
   }
 
-  private async lockAndLoad<T>(call: Call<T>): Promise<LockOutcome<T>> {
+  /**
+   * The lock path of a caller that holds the key's `lock` slot itself and made a first attempt
+   * already (getOrLoadMany sends the first attempts of its keys together), which found the lock
+   * taken: it watches the key, then tries again as a registered waiter.
+   */
+  waitAndLoad<T>(call: Call<T>): Promise<LockOutcome<T>> {
+    return this.lockAndLoad(call, true);
+  }
+
+  private async lockAndLoad<T>(call: Call<T>, attempted = false): Promise<LockOutcome<T>> {
     const { key, m, e } = call;
     const lock = call.policy.lock!;
     const token = lockToken();
@@ -75,6 +84,10 @@ export class LockPath {
       watch = undefined;
     };
     try {
+      if (attempted) {
+        watch = this.store.watch(key);
+        live = await watch.ready;
+      }
       for (;;) {
         let step;
         const wasDown = this.guard.down;

@@ -3,6 +3,7 @@ import { Clock, RandomSource, systemClock, systemRandom } from './clock';
 import { defaultCodec, EnvelopeCodec } from './envelope';
 import { StampedeEvents } from './events';
 import { Fallback } from './fallback';
+import { GetOrLoadMany } from './get-or-load-many';
 import { HeldValues } from './held-values';
 import { invalidateInStore, invalidateTagsInStore } from './invalidate';
 import { InvalidationBusWatch } from './invalidation-bus';
@@ -12,6 +13,7 @@ import { LoadAndFill } from './load-and-fill';
 import { LoaderRun } from './loader-run';
 import { LockPath } from './lock-path';
 import { MetricsRegistry } from './metrics-registry';
+import type { BatchLoader } from './missing-batch';
 import { checkTags, StampedePolicy } from './policy';
 import { Refresher } from './refresher';
 import type { InvalidationMessage, StampedeStore } from './store';
@@ -23,6 +25,7 @@ import { EarlyRecomputeSchedule } from './xfetch';
 
 export type { EngineLogger, Loader } from './call';
 export type { StampedeFailSafeState } from './key-state';
+export type { BatchLoader, BatchResult } from './missing-batch';
 export { currentLoadSignal } from './loader-run';
 
 export interface EngineDeps {
@@ -70,6 +73,7 @@ export class StampedeEngine {
   private readonly lockPath: LockPath;
   private readonly refresher: Refresher;
   private readonly loader: LoaderRun;
+  private readonly many: GetOrLoadMany;
 
   constructor(deps: EngineDeps) {
     const store = (this.store = deps.store);
@@ -118,6 +122,21 @@ export class StampedeEngine {
       events,
       logger,
     );
+    this.many = new GetOrLoadMany({
+      store,
+      keys: this.keys,
+      tags: this.tags,
+      tagStamps: this.tagStamps,
+      guard: this.guard,
+      held: this.held,
+      fill: this.fill,
+      fallback: this.fallback,
+      lockPath: this.lockPath,
+      refresher: this.refresher,
+      loader: this.loader,
+      metrics: this.metrics,
+      clock,
+    });
     store.onInvalidation?.(
       (message) => this.apply(message),
       () => {
@@ -174,6 +193,20 @@ export class StampedeEngine {
       }
     }
     return outcome.value;
+  }
+
+  /**
+   * getOrLoad for many keys (see get-or-load-many.ts): values in key order, one loader call for
+   * the keys this caller loads; `name` groups the counters (default `getOrLoadMany`).
+   */
+  getOrLoadMany<T>(
+    keys: readonly string[],
+    loadMissing: BatchLoader<T>,
+    policy: StampedePolicy,
+    name?: string,
+    tags = policy.tags,
+  ): Promise<(T | undefined)[]> {
+    return this.many.run(keys, loadMissing, policy, name, tags);
   }
 
   /**

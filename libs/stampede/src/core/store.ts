@@ -36,6 +36,11 @@ export interface ValueStore {
   readonly codec?: EnvelopeCodec;
 
   get<T>(key: string): Promise<Envelope<T> | undefined>;
+  /**
+   * The envelopes of `keys`, in their order, in as few round trips as the backend allows (one
+   * MGET per Cluster slot with Redis). Without it, getOrLoadMany sends one `get` per key.
+   */
+  getMany?<T>(keys: string[]): Promise<(Envelope<T> | undefined)[]>;
   set(key: string, envelope: Envelope, ttlMs: number): Promise<void>;
   delete(key: string): Promise<void>;
   /**

@@ -1,7 +1,7 @@
 import { applyDecorators, SetMetadata, UseInterceptors } from '@nestjs/common';
 import { STAMPEDE_ROUTE } from './route-cache.constants';
 import type { CacheRouteOptions } from './route-cache.options';
-import { StampedeInterceptor } from './stampede.interceptor';
+import { StampedeInterceptor } from './route-cache.interceptor';
 
 /**
  * Caches the responses of a GET route (on a method), or of every GET route of a controller (on

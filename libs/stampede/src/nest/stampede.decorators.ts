@@ -44,7 +44,7 @@ export interface CacheableOptions {
 }
 
 /** Adds to the method's recorded policy, so that decorators stack in any order. */
-function extendPolicy(patch: MethodPolicyMetadata): MethodDecorator {
+export function extendPolicy(patch: MethodPolicyMetadata): MethodDecorator {
   return (_target, _property, descriptor) => {
     const method = descriptor.value as object | undefined;
     if (typeof method !== 'function') {

@@ -4,9 +4,10 @@ import { type InstanceWrapper, PATH_METADATA } from './nest-internals';
 import { methodKey } from '../core/cache-key';
 import { StampedeConfigError } from '../core/errors';
 import { checkTags } from '../core/policy';
+import { wrapMany } from './cacheable-many';
 import { STAMPEDE_POLICY } from './stampede.constants';
 import type { MethodPolicyMetadata } from './stampede.decorators';
-import { bindsInterceptor, StampedeInterceptor } from './stampede.interceptor';
+import { bindsInterceptor, StampedeInterceptor } from './route-cache.interceptor';
 import { StampedeService } from './stampede.service';
 
 const WRAPPED = Symbol('stampede:wrapped');
@@ -120,7 +121,8 @@ export class StampedeExplorer implements OnModuleInit {
     );
     const tagsOf = typeof tags === 'function' ? tags : undefined;
     const stampede = this.stampede;
-    const wrapped = function (this: unknown, ...args: unknown[]) {
+    const batch = wrapMany(original, stampede, policy, className, methodName);
+    const single = function (this: unknown, ...args: unknown[]) {
       let key: string;
       let callTags: string[] | undefined;
       try {
@@ -131,6 +133,7 @@ export class StampedeExplorer implements OnModuleInit {
       }
       return stampede.run(key, () => original.apply(this, args), policy, name, callTags);
     };
+    const wrapped = batch ?? single;
     Object.defineProperty(wrapped, 'name', { value: methodName });
     Object.defineProperty(wrapped, WRAPPED, { value: true });
     target[methodName] = wrapped;

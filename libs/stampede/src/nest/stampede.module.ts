@@ -1,6 +1,8 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { createStampedeStore } from './stampede-store.factory';
+import type { StampedeModuleOptions } from './stampede.options';
+import { validateStampedeOptions } from './stampede-options.validation';
 import { STAMPEDE_STORE } from './stampede.constants';
 import { StampedeExplorer } from './stampede.explorer';
 import { StampedeConfigurableModule, STAMPEDE_MODULE_OPTIONS } from './stampede.module-definition';
@@ -13,7 +15,14 @@ import { StampedeService } from './stampede.service';
 @Module({
   imports: [DiscoveryModule],
   providers: [
-    { provide: STAMPEDE_STORE, inject: [STAMPEDE_MODULE_OPTIONS], useFactory: createStampedeStore },
+    {
+      provide: STAMPEDE_STORE,
+      inject: [STAMPEDE_MODULE_OPTIONS],
+      useFactory: (options: StampedeModuleOptions) => {
+        validateStampedeOptions(options);
+        return createStampedeStore(options);
+      },
+    },
     StampedeService,
     StampedeExplorer,
   ],

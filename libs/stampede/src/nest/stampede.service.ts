@@ -4,7 +4,12 @@ import { toMs } from '../core/duration';
 import { StampedeEventListener, StampedeEventName, StampedeEvents } from '../core/events';
 import type { MethodMetrics } from '../core/metrics';
 import { PolicyOptions, resolvePolicy, StampedePolicy } from '../core/policy';
-import { StampedeFailSafeState, Loader, StampedeEngine } from '../core/stampede-engine';
+import {
+  BatchLoader,
+  StampedeFailSafeState,
+  Loader,
+  StampedeEngine,
+} from '../core/stampede-engine';
 import type { StampedeStore } from '../core/store';
 import { createTelemetry } from '../telemetry/otel-telemetry';
 import { findEventEmitter } from './event-emitter.bridge';
@@ -92,6 +97,41 @@ export class StampedeService implements OnModuleInit, OnApplicationShutdown {
     return this.engine.getOrLoad(key, loader, this.policyFor(policy), name);
   }
 
+  /**
+   * getOrLoad for many keys: the values of `keys`, in their order. Values in the cache cost one
+   * MGET (one per slot on a Cluster); the missing keys are loaded by one `loadMissing(keys)` call
+   * returning a Record or Map by key, with the same per-key protection as getOrLoad (single-flight
+   * and, with `lock`, a lock per key: keys another caller or instance is loading are waited for,
+   * not loaded again). A key `loadMissing` leaves out is `undefined` and not cached; its error
+   * rejects the calls that wait for the keys it was asked for. `name` groups the metrics, which
+   * count keys (default `getOrLoadMany`).
+   */
+  getOrLoadMany<T>(
+    keys: readonly string[],
+    loadMissing: BatchLoader<T>,
+    policy: PolicyOptions = {},
+    name?: string,
+  ): Promise<(T | undefined)[]> {
+    let resolved: StampedePolicy;
+    try {
+      resolved = this.policyFor(policy, 'StampedeService.getOrLoadMany');
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.engine.getOrLoadMany(keys, loadMissing, resolved, name);
+  }
+
+  /** getOrLoadMany with an already validated policy (what @CacheableMany methods use). */
+  runMany<T>(
+    keys: readonly string[],
+    loadMissing: BatchLoader<T>,
+    policy: StampedePolicy,
+    name: string,
+    tags?: string[],
+  ): Promise<(T | undefined)[]> {
+    return this.engine.getOrLoadMany(keys, loadMissing, policy, name, tags);
+  }
+
   /** Runs a call with an already validated policy (what the decorated methods use). */
   run<T>(
     key: string,
@@ -156,11 +196,11 @@ export class StampedeService implements OnModuleInit, OnApplicationShutdown {
     await this.store.close();
   }
 
-  private policyFor(options: PolicyOptions): StampedePolicy {
+  private policyFor(options: PolicyOptions, where = 'StampedeService.getOrLoad'): StampedePolicy {
     // Cached per options object, so a policy kept in a constant is validated once.
     let policy = this.policies.get(options);
     if (!policy) {
-      policy = this.resolve(options, 'StampedeService.getOrLoad');
+      policy = this.resolve(options, where);
       this.policies.set(options, policy);
     }
     return policy;

@@ -9,6 +9,7 @@ import type {
   StampedeStore,
 } from '../core/store';
 import { FillChannels } from './fill-channels';
+import { mget } from './mget';
 import { StampedeKeys } from './keys';
 import { RedisBus } from './redis-bus';
 import {
@@ -109,6 +110,10 @@ export class RedisStore implements StampedeStore {
     return this.guard
       .bound(reply, 'command', undefined, true, toStoreError)
       .then(this.decode) as Promise<Envelope<T> | undefined>;
+  }
+
+  getMany<T>(keys: string[]): Promise<(Envelope<T> | undefined)[]> {
+    return this.call(() => mget<T>(this.client, keys.map(this.keys.value, this.keys), this.codec));
   }
 
   private readonly decode = (raw: string | null): Envelope | undefined => this.codec.decode(raw);

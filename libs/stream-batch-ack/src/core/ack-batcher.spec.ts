@@ -83,6 +83,38 @@ describe('AckBatcher (fake clock)', () => {
     await batcher.close();
   });
 
+  it('an id that arrives during a flush by count goes out by the interval after that flush ends', async () => {
+    const clock = new ManualClock();
+    const calls: string[][] = [];
+    let release: () => void = () => undefined;
+    const fn = (_stream: string, ids: string[]) =>
+      new Promise<void>((resolve) => {
+        calls.push([...ids]);
+        release = resolve;
+      });
+    const batcher = new AckBatcher(fn, { batchSize: 2, intervalMs: 50, clock });
+    batcher.add('s', '1-0');
+    batcher.add('s', '2-0'); // the batch size: a flush starts
+    batcher.add('s', '3-0'); // during its round trip
+    clock.advance(100);
+    await settle();
+    expect(calls).toEqual([['1-0', '2-0']]);
+    release();
+    await settle();
+    expect(batcher.size).toBe(1);
+    clock.advance(49);
+    await settle();
+    expect(calls.length).toBe(1);
+    clock.advance(1);
+    await settle();
+    expect(calls[1]).toEqual(['3-0']);
+    release();
+    await settle();
+    expect(batcher.size).toBe(0);
+    expect(clock.pendingTimers).toBe(0);
+    await batcher.close();
+  });
+
   it('at close, a long queue with batchSize 1 goes out in XACKs of up to 1000 ids, in order, each id once', async () => {
     const clock = new ManualClock();
     const { calls, fn } = recorder();

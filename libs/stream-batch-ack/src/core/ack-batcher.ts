@@ -134,8 +134,10 @@ export class AckBatcher {
     q.set.add(id);
     if (q.ids.length >= this.batchSize && !q.flushing && q.retryAt <= this.clock.now()) {
       void this.flushStream(stream, q, false);
-    } else if (q.ids.length === 1 || this.timer === null) {
+    } else if (!q.flushing && (q.ids.length === 1 || this.timer === null)) {
       // A queue falls due by its oldest id (or its retry time): later ids do not move the timer.
+      // While it flushes, the flush's end schedules it (until then no timer is armed for it, and
+      // scheduling on every id that arrives meanwhile would cost a pass over the queues per id).
       this.schedule();
     }
     return true;

@@ -29,7 +29,7 @@ describe('LruCache (fake clock)', () => {
     expect([cache.get('a'), cache.get('c'), cache.get('d')]).toEqual([1, 3, 4]);
   });
 
-  it('holds 100k entries at most, like the article (100k ids, 1 min)', () => {
+  it('holds 100k entries at most (about the ids of 1 min of a busy stream)', () => {
     const clock = new ManualClock();
     const cache = new LruCache<boolean>({ maxSize: 100_000, ttlMs: 60_000, clock });
     for (let i = 0; i < 150_000; i++) cache.set(`${i}-0`, true);

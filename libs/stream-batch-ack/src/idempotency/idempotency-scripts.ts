@@ -81,7 +81,7 @@ return 0
  * `sba_take` returns true, and marks the record done, while the record is free (the default key:
  * the transport writes no mark before the handler), holds this batch's token (a key of your own,
  * marked in progress by the transport) or has expired; a record that is already done or held by
- * another run returns false. The records and the token are in the context (`ctx.idempotency`). On
+ * another run returns false. The records and the token are in the context (`ctx.getIdempotency()`). On
  * a Cluster the records and the effect's keys must share a hash slot (a hash tag in
  * `idempotency.keyPrefix`).
  */

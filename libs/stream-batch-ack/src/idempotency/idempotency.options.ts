@@ -22,7 +22,7 @@ export interface TransportIdempotencyOptions {
 export interface IdempotentOptions {
   /**
    * The idempotency key of a message. Default: the (physical) stream and the entry id. A key of
-   * your own is shared by all partitions of a partitioned stream (`ctx.logicalStream`, `ctx.partition`).
+   * your own is shared by all partitions of a partitioned stream (`ctx.getLogicalStream()`, `ctx.getPartition()`).
    */
   key?: (
     data: any,

@@ -9,7 +9,7 @@ const SLOTS = 16384;
 /** `partitions` option of the server and the client: logical stream -> partition count. */
 export type PartitionsOption = Record<string, number | { count: number }>;
 
-/** Where an entry of a partitioned stream lives; `ctx.partition` of a handler. */
+/** Where an entry of a partitioned stream lives; `ctx.getPartition()` of a handler. */
 export interface StreamPartition {
   /** The logical stream: the handler's pattern, e.g. `ticks`. */
   logicalStream: string;

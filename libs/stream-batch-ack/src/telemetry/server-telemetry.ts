@@ -3,7 +3,6 @@ import type {
   Attributes,
   BatchObservableResult,
   Context,
-  Counter,
   Histogram,
   Link,
   Meter,
@@ -16,9 +15,11 @@ import type { Headers } from '../core/entry-codec';
 import { GroupInfo, readGroupInfo } from '../redis/group-info';
 import type { DeadLetterCause } from '../dead-letter/dead-letter-entry';
 import type { StreamPartition } from '../partitions/partition-layout';
-import { emptyServerMetrics, RedisStreamsServerMetrics } from './server-metrics';
+import { observableServerCountersOf } from './observable-counters';
+import { RedisStreamsServerMetrics, ServerCounters } from './server-metrics';
 import { loadOtelApi, OtelApi, OtelProbe } from './otel-api';
 import { EventEmitterLike, RedisStreamsEventBus } from './redis-streams.telemetry-events';
+import { StreamAttributes, streamAttributes } from './stream-attributes';
 import * as N from './telemetry.names';
 import { parseTraceparent, TRACEPARENT, TRACESTATE } from './trace-context';
 
@@ -30,16 +31,16 @@ interface HandlerOutcome {
 
 /** The context of one entry (RedisStreamsContext), as far as telemetry reads it. */
 export interface ProcessedEntry extends HandlerOutcome {
-  readonly id: string;
-  readonly deliveries: number;
-  readonly headers: Headers;
+  getId(): string;
+  getDeliveries(): number;
+  getHeaders(): Headers;
 }
 
 /** The context of a batch (RedisStreamsBatchContext), as far as telemetry reads it. */
 export interface ProcessedBatch extends HandlerOutcome {
-  readonly entries: readonly { readonly headers: Headers }[];
+  getEntries(): readonly { readonly headers: Headers }[];
   /** The entries the handler failed, by id. */
-  readonly failures: ReadonlyMap<string, unknown>;
+  getFailures(): ReadonlyMap<string, unknown>;
 }
 
 export interface ServerTelemetryOptions {
@@ -51,39 +52,17 @@ export interface ServerTelemetryOptions {
   logger: Logger;
 }
 
-/** Attribute objects of one stream, built once (no allocation per message). */
-interface StreamAttributes {
-  base: Attributes;
-  consumed: Attributes;
-  processOne: Attributes;
-  processBatch: Attributes;
-  settle: Attributes;
-  memory: Attributes;
-  redis: Attributes;
-  reasons: Map<string, Attributes>;
-}
-
+/** The instruments recorded when a fact happens; the counters are read at collection instead. */
 interface Instruments {
   meter: Meter;
-  consumed: Counter;
   duration: Histogram;
-  failed: Counter;
-  retried: Counter;
-  deadLettered: Counter;
-  duplicates: Counter;
-  inProgressSkipped: Counter;
-  xackCalls: Counter;
-  xackFailures: Counter;
   xackIds: Histogram;
-  claimRuns: Counter;
-  claimEntries: Counter;
-  partitionAssignments: Counter;
-  partitionReleases: Counter;
-  partitionLeaseLosses: Counter;
   inFlight: ObservableGauge;
   pending: ObservableGauge;
   lag: ObservableGauge;
   observe: (result: BatchObservableResult) => Promise<void>;
+  /** Stops reporting this server's counters. */
+  unobserveCounters: () => void;
 }
 
 /** What the gauges read from the server. */
@@ -96,10 +75,11 @@ export interface ObservedServer {
 /**
  * Everything a ServerRedisStreams records, from one place: the counters of `server.metrics()`,
  * the OpenTelemetry instruments and spans (when `@opentelemetry/api` is installed and an SDK is
- * registered), and the events of `server.events`. The transport calls one method per fact.
+ * registered), and the events of `server.events`. The transport calls one method per fact, which
+ * counts it once: the OpenTelemetry counters read those counts when the SDK collects.
  */
 export class ServerTelemetry {
-  readonly counters: RedisStreamsServerMetrics = emptyServerMetrics();
+  private readonly counts = new ServerCounters();
   readonly events: RedisStreamsEventBus;
   private readonly api: OtelApi | null;
   private readonly probe: OtelProbe | null;
@@ -125,61 +105,20 @@ export class ServerTelemetry {
     this.observed = server;
     const meter = this.probe?.meter();
     if (!meter || this.m) return;
-    const counter = (name: string, description: string, unit = '{message}') =>
-      meter.createCounter(name, { description, unit });
     const gauge = (name: string, description: string) =>
       meter.createObservableGauge(name, { description, unit: '{message}' });
     const m: Instruments = {
       meter,
-      consumed: counter(
-        N.METRIC.consumed,
-        'Entries delivered to the handlers (each delivery counts).',
-      ),
       duration: meter.createHistogram(N.METRIC.processDuration, {
         description: 'Duration of a handler call (one entry, or one batch).',
         unit: 's',
         advice: { explicitBucketBoundaries: N.DURATION_BUCKETS },
       }),
-      failed: counter(N.METRIC.failed, 'Entry deliveries whose handler failed.'),
-      retried: counter(N.METRIC.retried, 'Failed entries scheduled for a retry with backoff.'),
-      deadLettered: counter(N.METRIC.deadLettered, 'Entries moved to the dead-letter stream.'),
-      duplicates: counter(N.METRIC.duplicatesSkipped, 'Duplicates skipped and acknowledged.'),
-      inProgressSkipped: counter(
-        N.METRIC.inProgressSkipped,
-        'Entries left pending because another run held their idempotency key.',
-      ),
-      xackCalls: counter(N.METRIC.xackCalls, 'XACK commands that succeeded.', '{call}'),
-      xackFailures: counter(
-        N.METRIC.xackFailures,
-        'XACK commands that failed (retried).',
-        '{call}',
-      ),
       xackIds: meter.createHistogram(N.METRIC.xackIds, {
         description: 'Ids acknowledged per XACK.',
         unit: '{message}',
         advice: { explicitBucketBoundaries: N.XACK_IDS_BUCKETS },
       }),
-      claimRuns: counter(
-        N.METRIC.claimRuns,
-        'Scans of the pending entries list for idle entries.',
-        '{run}',
-      ),
-      claimEntries: counter(N.METRIC.claimEntries, 'Entries taken over from other consumers.'),
-      partitionAssignments: counter(
-        N.METRIC.partitionAssignments,
-        'Partition leases taken by this consumer (ordered partitions).',
-        '{partition}',
-      ),
-      partitionReleases: counter(
-        N.METRIC.partitionReleases,
-        'Partitions handed over by this consumer (rebalance or shutdown).',
-        '{partition}',
-      ),
-      partitionLeaseLosses: counter(
-        N.METRIC.partitionLeaseLosses,
-        'Partition leases lost without a hand-over (not renewed in time).',
-        '{partition}',
-      ),
       inFlight: gauge(N.METRIC.inFlight, 'Entries whose handler runs now.'),
       pending: gauge(
         N.METRIC.groupPending,
@@ -187,63 +126,64 @@ export class ServerTelemetry {
       ),
       lag: gauge(N.METRIC.groupLag, 'Entries not delivered to the group yet (XINFO GROUPS).'),
       observe: (result) => this.observe(result),
+      unobserveCounters: observableServerCountersOf(meter).add(this.options.group, this.counts),
     };
     meter.addBatchObservableCallback(m.observe, [m.inFlight, m.pending, m.lag]);
     this.m = m;
   }
 
   stop(): void {
-    if (this.m)
+    if (this.m) {
       this.m.meter.removeBatchObservableCallback(this.m.observe, [
         this.m.inFlight,
         this.m.pending,
         this.m.lag,
       ]);
+      this.m.unobserveCounters();
+    }
     this.m = null;
     this.observed = null;
   }
 
   // ------------------------------------------------------------------ facts
 
+  /** The counters since the server was created (`server.metrics()`), a new object. */
+  metrics(): RedisStreamsServerMetrics {
+    return this.counts.totals();
+  }
+
   delivered(stream: string, n: number): void {
-    this.counters.delivered += n;
-    this.m?.consumed.add(n, this.attributes(stream).consumed);
+    this.counts.of(stream).delivered += n;
   }
 
   succeeded(n: number): void {
-    this.counters.succeeded += n;
+    this.counts.succeeded += n;
   }
 
   failed(stream: string, n: number): void {
-    this.counters.failed += n;
-    this.m?.failed.add(n, this.attributes(stream).base);
+    this.counts.of(stream).failed += n;
   }
 
   retried(stream: string): void {
-    this.counters.retried++;
-    this.m?.retried.add(1, this.attributes(stream).base);
+    this.counts.of(stream).retried++;
   }
 
   batch(): void {
-    this.counters.batches++;
+    this.counts.batches++;
   }
 
   duplicatesSkipped(stream: string, memory: number, redis: number): void {
-    this.counters.duplicatesSkipped.memory += memory;
-    this.counters.duplicatesSkipped.redis += redis;
-    if (!this.m) return;
-    const a = this.attributes(stream);
-    if (memory > 0) this.m.duplicates.add(memory, a.memory);
-    if (redis > 0) this.m.duplicates.add(redis, a.redis);
+    const skipped = this.counts.of(stream).duplicatesSkipped;
+    skipped.memory += memory;
+    skipped.redis += redis;
   }
 
   inProgressSkipped(stream: string): void {
-    this.counters.inProgressSkipped++;
-    this.m?.inProgressSkipped.add(1, this.attributes(stream).base);
+    this.counts.of(stream).inProgressSkipped++;
   }
 
   possibleDuplicate(): void {
-    this.counters.possibleDuplicates++;
+    this.counts.possibleDuplicates++;
   }
 
   deadLettered(
@@ -253,14 +193,8 @@ export class ServerTelemetry {
     reason: DeadLetterCause,
     error: unknown,
   ): void {
-    this.counters.deadLettered++;
-    if (this.m) {
-      const a = this.attributes(stream);
-      let attrs = a.reasons.get(reason);
-      if (!attrs)
-        a.reasons.set(reason, (attrs = { ...a.base, [N.ATTR_DEAD_LETTER_REASON]: reason }));
-      this.m.deadLettered.add(1, attrs);
-    }
+    const byReason = this.counts.of(stream).deadLettered;
+    byReason.set(reason, (byReason.get(reason) ?? 0) + 1);
     const event = 'redis_streams.message.dead_lettered';
     if (this.events.wants(event))
       this.events.emit(event, { stream, group: this.options.group, id, deliveries, reason, error });
@@ -268,13 +202,10 @@ export class ServerTelemetry {
 
   /** An XACK of `count` ids succeeded. */
   acked(stream: string, count: number): void {
-    this.counters.xackCalls++;
-    this.counters.xackIds += count;
-    if (this.m) {
-      const a = this.attributes(stream).settle;
-      this.m.xackCalls.add(1, a);
-      this.m.xackIds.record(count, a);
-    }
+    const c = this.counts.of(stream);
+    c.xackCalls++;
+    c.xackIds += count;
+    this.m?.xackIds.record(count, this.attributes(stream).settle);
     if (this.ackFailures.size === 0) return;
     const failedAttempts = this.ackFailures.get(stream);
     if (failedAttempts === undefined) return;
@@ -289,7 +220,7 @@ export class ServerTelemetry {
 
   ackFailed(err: AckFlushError): void {
     this.ackFailures.set(err.stream, err.attempt);
-    this.m?.xackFailures.add(1, this.attributes(err.stream).settle);
+    this.counts.of(err.stream).xackFailures++;
     this.events.emit('redis_streams.ack.flush_failed', {
       stream: err.stream,
       group: this.options.group,
@@ -301,11 +232,9 @@ export class ServerTelemetry {
 
   /** One scan of the claim loop; `count` entries were taken over from `owners`. */
   claimed(stream: string, count: number, owners: () => string[]): void {
-    if (this.m) {
-      const a = this.attributes(stream).base;
-      this.m.claimRuns.add(1, a);
-      if (count > 0) this.m.claimEntries.add(count, a);
-    }
+    const c = this.counts.of(stream);
+    c.claimRuns++;
+    c.claimEntries += count;
     const event = 'redis_streams.claim';
     if (count > 0 && this.events.wants(event))
       this.events.emit(event, {
@@ -330,8 +259,7 @@ export class ServerTelemetry {
 
   /** This consumer took the lease of `partition` and `takenOver` pending entries. */
   partitionAssigned(partition: StreamPartition, token: string, takenOver: number): void {
-    this.counters.partitionsAssigned++;
-    this.m?.partitionAssignments.add(1, this.attributes(partition.stream).base);
+    this.counts.of(partition.stream).partitionsAssigned++;
     this.events.emit('redis_streams.partition.assigned', {
       ...this.partitionBase(partition),
       token,
@@ -340,8 +268,7 @@ export class ServerTelemetry {
   }
 
   partitionReleased(partition: StreamPartition, reason: 'rebalance' | 'shutdown'): void {
-    this.counters.partitionsReleased++;
-    this.m?.partitionReleases.add(1, this.attributes(partition.stream).base);
+    this.counts.of(partition.stream).partitionsReleased++;
     this.events.emit('redis_streams.partition.released', {
       ...this.partitionBase(partition),
       reason,
@@ -349,14 +276,13 @@ export class ServerTelemetry {
   }
 
   partitionLost(partition: StreamPartition, reason: string): void {
-    this.counters.partitionLeasesLost++;
-    this.m?.partitionLeaseLosses.add(1, this.attributes(partition.stream).base);
+    this.counts.of(partition.stream).partitionLeasesLost++;
     this.events.emit('redis_streams.partition.lost', { ...this.partitionBase(partition), reason });
   }
 
   /** `count` acks of `stream` refused: its lease had moved. */
   acksFenced(count: number): void {
-    this.counters.fencedAcks += count;
+    this.counts.fencedAcks += count;
   }
 
   private partitionBase(partition: StreamPartition) {
@@ -422,7 +348,7 @@ export class ServerTelemetry {
     };
     let links: Link[] | undefined;
     if (batch) {
-      const entries = (ctx as ProcessedBatch).entries;
+      const entries = (ctx as ProcessedBatch).getEntries();
       attributes[N.ATTR_BATCH_COUNT] = entries.length;
       links = [];
       for (const entry of entries) {
@@ -431,9 +357,9 @@ export class ServerTelemetry {
       }
     } else {
       const one = ctx as ProcessedEntry;
-      attributes[N.ATTR_MESSAGE_ID] = one.id;
-      attributes[N.ATTR_DELIVERIES] = one.deliveries;
-      const remote = this.remoteContext(one.headers);
+      attributes[N.ATTR_MESSAGE_ID] = one.getId();
+      attributes[N.ATTR_DELIVERIES] = one.getDeliveries();
+      const remote = this.remoteContext(one.getHeaders());
       if (remote) parent = api.trace.setSpanContext(parent, remote);
     }
     const span = tracer.startSpan(
@@ -445,7 +371,7 @@ export class ServerTelemetry {
       try {
         const value = await run();
         if (batch) {
-          const failures = (ctx as ProcessedBatch).failures.size;
+          const failures = (ctx as ProcessedBatch).getFailures().size;
           if (failures > 0) span.setAttribute(N.ATTR_BATCH_FAILED, failures);
         }
         record(undefined);
@@ -526,28 +452,7 @@ export class ServerTelemetry {
 
   private attributes(stream: string): StreamAttributes {
     let a = this.attrs.get(stream);
-    if (a) return a;
-    const base: Attributes = {
-      [N.ATTR_SYSTEM]: N.SYSTEM,
-      [N.ATTR_DESTINATION]: stream,
-      [N.ATTR_GROUP]: this.options.group,
-    };
-    const process: Attributes = {
-      ...base,
-      [N.ATTR_OPERATION_NAME]: 'process',
-      [N.ATTR_OPERATION_TYPE]: 'process',
-    };
-    a = {
-      base,
-      consumed: { ...base, [N.ATTR_OPERATION_NAME]: 'receive', [N.ATTR_OPERATION_TYPE]: 'receive' },
-      processOne: { ...process, [N.ATTR_BATCH]: false },
-      processBatch: { ...process, [N.ATTR_BATCH]: true },
-      settle: { ...base, [N.ATTR_OPERATION_NAME]: 'ack', [N.ATTR_OPERATION_TYPE]: 'settle' },
-      memory: { ...base, [N.ATTR_LAYER]: 'memory' },
-      redis: { ...base, [N.ATTR_LAYER]: 'redis' },
-      reasons: new Map(),
-    };
-    this.attrs.set(stream, a);
+    if (!a) this.attrs.set(stream, (a = streamAttributes(stream, this.options.group)));
     return a;
   }
 }

@@ -20,7 +20,7 @@ import {
 import { checkPartitionCounts } from '../partitions/partition-metadata';
 import { closeClient } from '../redis/connection';
 import { REPLY_STREAM_IDLE_TTL_MS, REPLY_STREAM_MARKER } from '../redis/keys';
-import { createManagedClient, EventListener } from '../redis/managed-client';
+import { createManagedClient, EventListener } from './managed-client';
 import { defineStreamScripts, StreamScripts } from '../redis/scripts';
 import { RedisStreamsEvents } from '../redis/redis-streams.events';
 import { RedisStreamsClientOptions } from './redis-streams.options';

@@ -14,8 +14,8 @@ import type { IdempotencyStore } from '../idempotency/idempotency.store';
 import type { IdempotentOptions } from '../idempotency/idempotency.options';
 import type { StreamPartition } from '../partitions/partition-layout';
 import type { DeadLetterCause } from '../dead-letter/dead-letter-entry';
-import type { DeadLetterWriter } from './dead-letter-writer';
-import type { FlowGate } from './flow-gate';
+import type { DeadLetterWriter } from '../dead-letter/dead-letter-writer';
+import type { FlowGate } from '../core/flow-gate';
 import type { DeliveredEntry, PendingReclaimer } from './pending-reclaimer';
 import {
   IdempotencyHandle,
@@ -296,7 +296,9 @@ export class EntryProcessor {
       // Per-entry handlers without idempotency: each entry is acknowledged as soon as it is done.
       else
         await Promise.all(
-          jobs.map((job) => this.runOne(route, job).then((o) => this.settleOne(route, job, o))),
+          jobs.map((job) =>
+            this.runOne(route, job, undefined, (o) => this.settleOne(route, job, o)),
+          ),
         );
       return;
     }
@@ -552,7 +554,7 @@ export class EntryProcessor {
       const error = ctx.hasError() ? ctx.getError() : err;
       return jobs.map(() => ({ error: error ?? new Error('batch handler failed') }));
     }
-    const failures = ctx.failures;
+    const failures = ctx.getFailures();
     return jobs.map((job) =>
       failures.has(job.entry.id)
         ? { error: failures.get(job.entry.id) ?? new Error('failed') }
@@ -560,9 +562,17 @@ export class EntryProcessor {
     );
   }
 
-  /** Runs the handler of one entry. Events take no async step of their own: one per entry counts. */
-  private runOne(route: Route, job: Job, handle?: IdempotencyHandle): Promise<Outcome> {
-    if (this.givenUp(route)) return Promise.resolve(NOT_RUN);
+  /**
+   * Runs the handler of one entry and gives its outcome to `then` (settleOne() on the common path,
+   * in the same step). Events take no async step of their own: one per entry counts.
+   */
+  private runOne<R = Outcome>(
+    route: Route,
+    job: Job,
+    handle?: IdempotencyHandle,
+    then: (outcome: Outcome) => R | PromiseLike<R> = asIs as (outcome: Outcome) => R,
+  ): Promise<R> {
+    if (this.givenUp(route)) return Promise.resolve(NOT_RUN).then(then);
     const { group, consumer } = this.deps;
     const { entry, decoded } = job;
     const ctx = new RedisStreamsContext([
@@ -576,12 +586,12 @@ export class EntryProcessor {
       handle,
       route.partition,
     ]);
-    if (route.replies && decoded.request) return this.runRequest(route, job, ctx, decoded.request);
+    if (route.replies && decoded.request)
+      return this.runRequest(route, job, ctx, decoded.request).then(then);
     return this.deps.invoke(route, job.payload, ctx).then(
-      () => (ctx.isAckSkipped() ? ACK_SKIPPED : SUCCEEDED),
-      (err: unknown) => ({
-        error: (ctx.hasError() ? ctx.getError() : err) ?? new Error('handler failed'),
-      }),
+      () => then(ctx.isAckSkipped() ? ACK_SKIPPED : SUCCEEDED),
+      (err: unknown) =>
+        then({ error: (ctx.hasError() ? ctx.getError() : err) ?? new Error('handler failed') }),
     );
   }
 
@@ -694,6 +704,10 @@ export class EntryProcessor {
       );
     }
   }
+}
+
+function asIs<T>(value: T): T {
+  return value;
 }
 
 /** The partition key of an entry (its `sba-partition-key` header), looked up once. */

@@ -3,7 +3,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { backoffDelay } from '../core/backoff';
 import type { BackoffOptions } from '../core/backoff';
 import { describeError } from '../core/errors';
-import type { FlowGate } from './flow-gate';
+import type { FlowGate } from '../core/flow-gate';
 import type { RawEntry } from './stream-reader';
 
 /** An entry handed to the handlers, with its delivery count (1 = first delivery). */

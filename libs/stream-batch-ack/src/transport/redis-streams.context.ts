@@ -48,9 +48,9 @@ abstract class ErrorCarrier<T extends unknown[]> extends BaseRpcContext<T> {
 const NO_HEADERS: Headers = Object.freeze({});
 
 /**
- * The context of one stream entry, injected with `@Ctx()`. The transport acknowledges the entry
- * after the handler succeeded; `skipAck()` leaves it pending instead (it is delivered again after
- * `claim.minIdleMs`).
+ * The context of one stream entry, injected with `@Ctx()`, read with `getX()` methods like Nest's
+ * `RmqContext` and `RedisContext`. The transport acknowledges the entry after the handler
+ * succeeded; `skipAck()` leaves it pending instead (it is delivered again after `claim.minIdleMs`).
  */
 export class RedisStreamsContext extends ErrorCarrier<RedisStreamsContextArgs> {
   private ackSkipped = false;
@@ -60,84 +60,56 @@ export class RedisStreamsContext extends ErrorCarrier<RedisStreamsContextArgs> {
   }
 
   /** The stream key: the pattern of the handler, or for a partitioned stream the partition's stream (`ticks:{2}`). */
-  get stream(): string {
+  getStream(): string {
     return this.args[0];
   }
-  /** The pattern of the handler: the logical stream (`ticks`) of a partitioned stream, else `stream`. */
-  get logicalStream(): string {
+  /** The pattern of the handler: the logical stream (`ticks`) of a partitioned stream, else `getStream()`. */
+  getLogicalStream(): string {
     return this.args[8]?.logicalStream ?? this.args[0];
   }
   /** The partition index (0 .. partitions-1), or undefined when the stream is not partitioned. */
-  get partition(): number | undefined {
+  getPartition(): number | undefined {
     return this.args[8]?.partition;
   }
   /** The partition count of the logical stream, or undefined when it is not partitioned. */
-  get partitions(): number | undefined {
+  getPartitions(): number | undefined {
     return this.args[8]?.partitions;
   }
   /** The entry id, e.g. `1700000000000-0`. */
-  get id(): string {
+  getId(): string {
     return this.args[1];
   }
-  get group(): string {
+  getGroup(): string {
     return this.args[2];
   }
   /** How many times this entry was delivered to the group, this delivery included (1 = first). */
-  get deliveries(): number {
+  getDeliveries(): number {
     return this.args[3];
   }
-  get consumer(): string {
+  getConsumer(): string {
     return this.args[4];
   }
   /** The raw fields of the entry. */
-  get fields(): Record<string, string> {
+  getFields(): Record<string, string> {
     return this.args[5];
   }
   /** The message's headers (e.g. `traceparent`); empty when it has none. */
-  get headers(): Headers {
+  getHeaders(): Headers {
     return this.args[6] ?? NO_HEADERS;
   }
   /** Set when the handler is idempotent with the Redis store. */
-  get idempotency(): IdempotencyHandle | undefined {
+  getIdempotency(): IdempotencyHandle | undefined {
     return this.args[7];
-  }
-
-  getStream(): string {
-    return this.stream;
-  }
-  getLogicalStream(): string {
-    return this.logicalStream;
-  }
-  getPartition(): number | undefined {
-    return this.partition;
-  }
-  getId(): string {
-    return this.id;
-  }
-  getGroup(): string {
-    return this.group;
-  }
-  getDeliveries(): number {
-    return this.deliveries;
-  }
-  getConsumer(): string {
-    return this.consumer;
-  }
-  getFields(): Record<string, string> {
-    return this.fields;
-  }
-  getHeaders(): Headers {
-    return this.headers;
   }
   /**
    * The packet metadata of the message (NestJS 12: what the producer's dispatch hook,
    * `client.setOnDispatchHook()`, put in `packet.metadata`), as `RedisContext#getMetadata()` of
-   * Nest's Redis transport. It travels in the entry's headers, so this is `headers`: metadata and
-   * the record's headers in one map (a header set explicitly wins over metadata of its name,
+   * Nest's Redis transport. It travels in the entry's headers, so this is `getHeaders()`: metadata
+   * and the record's headers in one map (a header set explicitly wins over metadata of its name,
    * `traceparent` included). Empty when the entry has none.
    */
   getMetadata(): Headers {
-    return this.headers;
+    return this.getHeaders();
   }
 
   /** Leave this entry pending (not acknowledged, not dead-lettered) even if the handler succeeds. */
@@ -146,6 +118,51 @@ export class RedisStreamsContext extends ErrorCarrier<RedisStreamsContextArgs> {
   }
   isAckSkipped(): boolean {
     return this.ackSkipped;
+  }
+
+  /** @deprecated Use `getStream()`. */
+  get stream(): string {
+    return this.getStream();
+  }
+  /** @deprecated Use `getLogicalStream()`. */
+  get logicalStream(): string {
+    return this.getLogicalStream();
+  }
+  /** @deprecated Use `getPartition()`. */
+  get partition(): number | undefined {
+    return this.getPartition();
+  }
+  /** @deprecated Use `getPartitions()`. */
+  get partitions(): number | undefined {
+    return this.getPartitions();
+  }
+  /** @deprecated Use `getId()`. */
+  get id(): string {
+    return this.getId();
+  }
+  /** @deprecated Use `getGroup()`. */
+  get group(): string {
+    return this.getGroup();
+  }
+  /** @deprecated Use `getDeliveries()`. */
+  get deliveries(): number {
+    return this.getDeliveries();
+  }
+  /** @deprecated Use `getConsumer()`. */
+  get consumer(): string {
+    return this.getConsumer();
+  }
+  /** @deprecated Use `getFields()`. */
+  get fields(): Record<string, string> {
+    return this.getFields();
+  }
+  /** @deprecated Use `getHeaders()`. */
+  get headers(): Headers {
+    return this.getHeaders();
+  }
+  /** @deprecated Use `getIdempotency()`. */
+  get idempotency(): IdempotencyHandle | undefined {
+    return this.getIdempotency();
   }
 }
 
@@ -174,9 +191,9 @@ export type RedisStreamsBatchContextArgs = [
 
 /**
  * The context of a batch handler (`@EventPattern(stream, { batch: true })`), injected with
- * `@Ctx()`. When the handler returns, every entry is acknowledged except those passed to
- * `fail(id, error)`, which are retried with backoff (and dead-lettered after
- * `deadLetter.maxDeliveries`). A thrown error fails the whole batch.
+ * `@Ctx()`, read with `getX()` methods. When the handler returns, every entry is acknowledged
+ * except those passed to `fail(id, error)`, which are retried with backoff (and dead-lettered
+ * after `deadLetter.maxDeliveries`). A thrown error fails the whole batch.
  */
 export class RedisStreamsBatchContext extends ErrorCarrier<RedisStreamsBatchContextArgs> {
   private readonly failed = new Map<string, unknown>();
@@ -186,42 +203,33 @@ export class RedisStreamsBatchContext extends ErrorCarrier<RedisStreamsBatchCont
   }
 
   /** The stream key: the pattern of the handler, or for a partitioned stream the partition's stream (`ticks:{2}`). */
-  get stream(): string {
+  getStream(): string {
     return this.args[0];
   }
-  /** The pattern of the handler: the logical stream (`ticks`) of a partitioned stream, else `stream`. */
-  get logicalStream(): string {
+  /** The pattern of the handler: the logical stream (`ticks`) of a partitioned stream, else `getStream()`. */
+  getLogicalStream(): string {
     return this.args[5]?.logicalStream ?? this.args[0];
   }
   /** The partition index (0 .. partitions-1) of every entry of the batch, or undefined when not partitioned. */
-  get partition(): number | undefined {
+  getPartition(): number | undefined {
     return this.args[5]?.partition;
   }
   /** The partition count of the logical stream, or undefined when it is not partitioned. */
-  get partitions(): number | undefined {
+  getPartitions(): number | undefined {
     return this.args[5]?.partitions;
   }
-  getStream(): string {
-    return this.stream;
-  }
-  getLogicalStream(): string {
-    return this.logicalStream;
-  }
-  getPartition(): number | undefined {
-    return this.partition;
-  }
-  get group(): string {
+  getGroup(): string {
     return this.args[1];
   }
-  get consumer(): string {
+  getConsumer(): string {
     return this.args[2];
   }
   /** The entries, in the order of the payloads. */
-  get entries(): readonly RedisStreamsBatchEntry[] {
+  getEntries(): readonly RedisStreamsBatchEntry[] {
     return this.args[3];
   }
   /** The in-progress token and the done TTL of this batch's idempotency records (Redis store). */
-  get idempotency(): { token: string; ttlMs: number } | undefined {
+  getIdempotency(): { token: string; ttlMs: number } | undefined {
     return this.args[4];
   }
 
@@ -232,12 +240,12 @@ export class RedisStreamsBatchContext extends ErrorCarrier<RedisStreamsBatchCont
    * every entry (a tenant, a deployment), and empty when they share none.
    */
   getMetadata(id?: string): Headers {
-    const { entries } = this;
+    const entries = this.getEntries();
     if (id !== undefined) {
       const entry = entries.find((e) => e.id === id);
       if (!entry)
         throw new Error(
-          `getMetadata(${id}): no entry with this id in the batch of "${this.stream}"`,
+          `getMetadata(${id}): no entry with this id in the batch of "${this.getStream()}"`,
         );
       return entry.headers;
     }
@@ -250,13 +258,50 @@ export class RedisStreamsBatchContext extends ErrorCarrier<RedisStreamsBatchCont
 
   /** Marks one entry failed: it is not acknowledged, and is retried on its own. */
   fail(id: string, error: unknown = new Error('failed by the handler')): void {
-    if (!this.entries.some((e) => e.id === id))
-      throw new Error(`fail(${id}): no entry with this id in the batch of "${this.stream}"`);
+    if (!this.getEntries().some((e) => e.id === id))
+      throw new Error(`fail(${id}): no entry with this id in the batch of "${this.getStream()}"`);
     this.failed.set(id, error);
   }
 
   /** The entries failed so far, with their errors. */
-  get failures(): ReadonlyMap<string, unknown> {
+  getFailures(): ReadonlyMap<string, unknown> {
     return this.failed;
+  }
+
+  /** @deprecated Use `getStream()`. */
+  get stream(): string {
+    return this.getStream();
+  }
+  /** @deprecated Use `getLogicalStream()`. */
+  get logicalStream(): string {
+    return this.getLogicalStream();
+  }
+  /** @deprecated Use `getPartition()`. */
+  get partition(): number | undefined {
+    return this.getPartition();
+  }
+  /** @deprecated Use `getPartitions()`. */
+  get partitions(): number | undefined {
+    return this.getPartitions();
+  }
+  /** @deprecated Use `getGroup()`. */
+  get group(): string {
+    return this.getGroup();
+  }
+  /** @deprecated Use `getConsumer()`. */
+  get consumer(): string {
+    return this.getConsumer();
+  }
+  /** @deprecated Use `getEntries()`. */
+  get entries(): readonly RedisStreamsBatchEntry[] {
+    return this.getEntries();
+  }
+  /** @deprecated Use `getIdempotency()`. */
+  get idempotency(): { token: string; ttlMs: number } | undefined {
+    return this.getIdempotency();
+  }
+  /** @deprecated Use `getFailures()`. */
+  get failures(): ReadonlyMap<string, unknown> {
+    return this.getFailures();
   }
 }

@@ -11,7 +11,7 @@ export interface RedisStreamsRecordOptions {
 
 /**
  * A message with headers: `client.emit(stream, new RedisStreamsRecord(data, { traceparent }))`.
- * The consumer reads them from `ctx.headers`. The third argument sets the partition key:
+ * The consumer reads them from `ctx.getHeaders()`. The third argument sets the partition key:
  * `new RedisStreamsRecord(tick, {}, { partitionKey: tick.symbol })`.
  */
 export class RedisStreamsRecord<T = unknown> {

@@ -26,12 +26,12 @@ import {
   REPLY_STREAM_MARKER,
 } from '../redis/keys';
 import { createGroup, readGroupInfo } from '../redis/group-info';
-import { createManagedClient, EventListener } from '../redis/managed-client';
+import { createManagedClient, EventListener } from './managed-client';
 import { defineStreamScripts, StreamScripts } from '../redis/scripts';
 import { ClaimHeartbeat } from './claim-heartbeat';
-import { DeadLetterWriter } from './dead-letter-writer';
+import { DeadLetterWriter } from '../dead-letter/dead-letter-writer';
 import { EntryProcessor, Route } from './entry-processor';
-import { FlowGate } from './flow-gate';
+import { FlowGate } from '../core/flow-gate';
 import { DeliveredEntry, PendingReclaimer } from './pending-reclaimer';
 import { RedisStreamsBatchContext, RedisStreamsContext } from './redis-streams.context';
 import {
@@ -607,7 +607,7 @@ export class ServerRedisStreams
 
   /** Counters since start. */
   metrics(): RedisStreamsServerMetrics {
-    return structuredClone(this.telemetry.counters);
+    return this.telemetry.metrics();
   }
 
   /** Acknowledge every queued id now (normally done by size/interval). */

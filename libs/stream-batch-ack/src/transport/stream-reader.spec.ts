@@ -1,6 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import type { Redis } from 'ioredis';
-import { FlowGate } from './flow-gate';
+import { FlowGate } from '../core/flow-gate';
 import { RawEntry, StreamReader } from './stream-reader';
 
 /**
@@ -156,6 +156,47 @@ describe('StreamReader', () => {
     expect(t.ids()).toHaveLength(5);
     await t.stop();
     expect(t.ids()).toEqual(['1-0', '2-0', '3-0', '4-0', '5-0']);
+  });
+
+  it('over several streams, one read takes no more than the room in all (COUNT applies per stream)', async () => {
+    const t = setup(['a', 'b', 'c'], { count: 100, concurrency: 7, takeOnDeliver: true });
+    t.redis.add('a', 10);
+    t.redis.add('b', 10);
+    t.redis.add('c', 10);
+    try {
+      await until(() => t.ids().length > 0);
+      await sleep(150);
+      expect(t.gate.inFlight).toBeLessThanOrEqual(7);
+      // Room frees a few times: every read stays within it, and each stream gets entries.
+      for (let round = 0; round < 3; round++) {
+        t.gate.release(t.gate.inFlight);
+        await until(() => t.gate.inFlight > 0);
+        await sleep(50);
+        expect(t.gate.inFlight).toBeLessThanOrEqual(7);
+      }
+    } finally {
+      await t.stop();
+    }
+    expect(new Set(t.delivered.map((d) => d.stream))).toEqual(new Set(['a', 'b', 'c']));
+    expect(new Set(t.ids()).size).toBe(t.ids().length);
+  });
+
+  it('with one free slot and three streams, each stream is read in turn', async () => {
+    const t = setup(['a', 'b', 'c'], { count: 100, concurrency: 1, takeOnDeliver: true });
+    t.redis.add('a', 5);
+    t.redis.add('b', 5);
+    t.redis.add('c', 5);
+    try {
+      for (let n = 1; n <= 6; n++) {
+        await until(() => t.ids().length === n);
+        await sleep(20);
+        expect(t.ids()).toHaveLength(n);
+        t.gate.release(1);
+      }
+    } finally {
+      await t.stop();
+    }
+    expect(t.delivered.slice(0, 6).map((d) => d.stream)).toEqual(['a', 'b', 'c', 'a', 'b', 'c']);
   });
 
   it('reads at most `count` entries of a stream at a time', async () => {

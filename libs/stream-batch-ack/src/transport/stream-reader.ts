@@ -2,7 +2,7 @@ import type { Logger } from '@nestjs/common';
 import type { Cluster, Redis } from 'ioredis';
 import { backoffDelay } from '../core/backoff';
 import { describeError } from '../core/errors';
-import type { FlowGate } from './flow-gate';
+import type { FlowGate } from '../core/flow-gate';
 
 /** An entry as Redis returns it: `[id, [field, value, ...]]` (fields are nil for an entry deleted while pending). */
 export type RawEntry = [id: string, fields: string[] | null];
@@ -26,6 +26,8 @@ export interface StreamReaderOptions {
 export class StreamReader {
   /** The XREADGROUP call under way, if any. */
   private reading: Promise<unknown> | null = null;
+  /** Which stream comes first when the room is smaller than the number of streams. */
+  private turn = 0;
 
   constructor(
     private readonly client: Redis | Cluster,
@@ -49,10 +51,18 @@ export class StreamReader {
         await this.gate.wait(100);
         continue;
       }
-      const streams = readable ? all.filter(readable) : all;
+      let streams = readable ? all.filter(readable) : all;
       if (streams.length === 0) {
         await this.gate.wait(Math.min(100, this.options.blockMs), false);
         continue;
+      }
+      // COUNT applies to each stream: the room is shared out so that no reply takes more than it.
+      let count = Math.min(this.options.count, Math.floor(room / streams.length));
+      if (count === 0) {
+        // Fewer free slots than streams: one entry from each of `room` streams, taking turns.
+        const start = this.turn++ % streams.length;
+        streams = [...streams.slice(start), ...streams.slice(0, start)].slice(0, room);
+        count = 1;
       }
       const ids = streams === all ? allIds : streams.map(() => '>');
       let reply: [string, RawEntry[]][] | null;
@@ -63,7 +73,7 @@ export class StreamReader {
           group,
           consumer,
           'COUNT',
-          Math.min(this.options.count, room),
+          count,
           'BLOCK',
           this.options.blockMs,
           'STREAMS',

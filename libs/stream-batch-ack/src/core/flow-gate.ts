@@ -1,3 +1,5 @@
+import { Clock, systemClock } from './clock';
+
 /**
  * How many more entries the server may take now, and the waits of its loops.
  *
@@ -13,6 +15,7 @@ export class FlowGate {
   constructor(
     private readonly limits: { concurrency: number; maxPending: number },
     private readonly queuedAcks: () => number,
+    private readonly clock: Clock = systemClock,
   ) {}
 
   /** Entries taken and not yet released. */
@@ -62,11 +65,11 @@ export class FlowGate {
   wait(ms: number, untilProgress = true): Promise<void> {
     if (this.closed) return Promise.resolve();
     return new Promise<void>((resolve) => {
-      const { progressWaiters, closeWaiters } = this;
-      const timer = setTimeout(done, ms);
+      const { progressWaiters, closeWaiters, clock } = this;
+      const timer = clock.setTimer(done, ms);
       const waiter = (): void => done();
       function done(): void {
-        clearTimeout(timer);
+        clock.clearTimer(timer);
         progressWaiters.delete(waiter);
         closeWaiters.delete(waiter);
         resolve();

@@ -5,13 +5,13 @@ import {
   RedisStreamsEvents,
   RedisStreamsEventsMap,
   RedisStreamsStatus,
-} from './redis-streams.events';
+} from '../redis/redis-streams.events';
 import {
   createClusterClient,
   createRedisClient,
   isClusterConnection,
   type RedisStreamsConnection,
-} from './connection';
+} from '../redis/connection';
 
 export type EventListener = {
   event: keyof RedisStreamsEvents;

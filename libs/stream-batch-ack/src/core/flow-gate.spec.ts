@@ -1,3 +1,4 @@
+import { ManualClock } from './clock';
 import { FlowGate } from './flow-gate';
 
 const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -39,6 +40,30 @@ describe('FlowGate: room', () => {
     expect(gate.room()).toBe(5);
   });
 
+  it('taking only what room() gives keeps running <= concurrency and unacked <= maxPending', () => {
+    // A deterministic walk: handlers start, finish (their acks queue), and batched XACKs go out.
+    let seed = 42;
+    const next = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    let queued = 0;
+    const limits = { concurrency: 7, maxPending: 12 };
+    const gate = new FlowGate(limits, () => queued);
+    for (let step = 0; step < 5000; step++) {
+      const action = next(3);
+      if (action === 0) gate.take(next(gate.room() + 1));
+      else if (action === 1 && gate.inFlight > 0) {
+        const done = 1 + next(gate.inFlight);
+        gate.release(done);
+        queued += done;
+      } else if (action === 2) queued -= next(queued + 1);
+      expect(gate.inFlight).toBeLessThanOrEqual(limits.concurrency);
+      expect(gate.inFlight + queued).toBeLessThanOrEqual(limits.maxPending);
+      expect(gate.room()).toBeGreaterThanOrEqual(0);
+    }
+  });
+
   it('is never negative, even with more acks queued than maxPending allows', () => {
     const gate = new FlowGate({ concurrency: 2, maxPending: 5 }, () => 9);
     expect(gate.room()).toBe(0);
@@ -48,51 +73,50 @@ describe('FlowGate: room', () => {
 });
 
 describe('FlowGate: waits', () => {
-  // setImmediate stays real: isSettled() lets the promise callbacks run with it.
-  beforeEach(() => jest.useFakeTimers({ doNotFake: ['setImmediate'] }));
-  afterEach(() => jest.useRealTimers());
+  let clock: ManualClock;
+  beforeEach(() => (clock = new ManualClock()));
 
   it('a wait ends after its time when nothing happens', async () => {
-    const gate = new FlowGate({ concurrency: 1, maxPending: 1 }, () => 0);
+    const gate = new FlowGate({ concurrency: 1, maxPending: 1 }, () => 0, clock);
     const wait = gate.wait(100);
-    jest.advanceTimersByTime(99);
+    clock.advance(99);
     expect(await isSettled(wait)).toBe(false);
-    jest.advanceTimersByTime(1);
+    clock.advance(1);
     expect(await isSettled(wait)).toBe(true);
   });
 
   it('a wait for room ends early when an entry is released, and leaves no timer behind', async () => {
-    const gate = new FlowGate({ concurrency: 1, maxPending: 10 }, () => 0);
+    const gate = new FlowGate({ concurrency: 1, maxPending: 10 }, () => 0, clock);
     gate.take(1);
     const wait = gate.wait(10_000);
     expect(await isSettled(wait)).toBe(false);
     gate.release(1);
     expect(await isSettled(wait)).toBe(true);
     expect(gate.room()).toBe(1);
-    expect(jest.getTimerCount()).toBe(0);
+    expect(clock.pendingTimers).toBe(0);
   });
 
   it('progress() (acks sent) wakes every wait for room at once', async () => {
-    const gate = new FlowGate({ concurrency: 1, maxPending: 1 }, () => 0);
+    const gate = new FlowGate({ concurrency: 1, maxPending: 1 }, () => 0, clock);
     const waits = [gate.wait(10_000), gate.wait(10_000), gate.wait(10_000)];
     gate.progress();
     expect(await isSettled(Promise.all(waits))).toBe(true);
-    expect(jest.getTimerCount()).toBe(0);
+    expect(clock.pendingTimers).toBe(0);
   });
 
   it('a wait that is not for room (a backoff) ignores progress and runs its full time', async () => {
-    const gate = new FlowGate({ concurrency: 1, maxPending: 1 }, () => 0);
+    const gate = new FlowGate({ concurrency: 1, maxPending: 1 }, () => 0, clock);
     gate.take(1);
     const backoff = gate.wait(500, false);
     gate.release(1);
     gate.progress();
     expect(await isSettled(backoff)).toBe(false);
-    jest.advanceTimersByTime(500);
+    clock.advance(500);
     expect(await isSettled(backoff)).toBe(true);
   });
 
   it('a wait that ended does not end a later one', async () => {
-    const gate = new FlowGate({ concurrency: 1, maxPending: 1 }, () => 0);
+    const gate = new FlowGate({ concurrency: 1, maxPending: 1 }, () => 0, clock);
     const first = gate.wait(10_000);
     gate.progress();
     expect(await isSettled(first)).toBe(true);
@@ -101,19 +125,19 @@ describe('FlowGate: waits', () => {
     expect(await isSettled(second)).toBe(true);
     const third = gate.wait(50);
     expect(await isSettled(third)).toBe(false);
-    jest.advanceTimersByTime(50);
+    clock.advance(50);
     expect(await isSettled(third)).toBe(true);
   });
 
   it('close() ends every wait, backoffs included, and later waits do not wait at all', async () => {
-    const gate = new FlowGate({ concurrency: 1, maxPending: 1 }, () => 0);
+    const gate = new FlowGate({ concurrency: 1, maxPending: 1 }, () => 0, clock);
     expect(gate.isClosed).toBe(false);
     const waits = [gate.wait(10_000), gate.wait(10_000, false)];
     gate.close();
     expect(gate.isClosed).toBe(true);
     expect(await isSettled(Promise.all(waits))).toBe(true);
-    expect(jest.getTimerCount()).toBe(0);
+    expect(clock.pendingTimers).toBe(0);
     expect(await isSettled(gate.wait(10_000, false))).toBe(true);
-    expect(jest.getTimerCount()).toBe(0);
+    expect(clock.pendingTimers).toBe(0);
   });
 });

@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
-import { DeadLetterCause, deadLetterFields } from '../dead-letter/dead-letter-entry';
+import { DeadLetterCause, deadLetterFields } from './dead-letter-entry';
 import type { StreamScripts } from '../redis/scripts';
 
 /** Moves entries to their dead-letter stream and acknowledges them, one Lua script per entry. */
