@@ -61,7 +61,17 @@ export class ThrowawayRedis {
         stdio: 'ignore',
       },
     );
-    await waitForRedis(this.port);
+    // A missing binary is an 'error' event, not an exit: say so instead of waiting for a PING.
+    const notStarted = new Promise<never>((_, reject) =>
+      this.child!.once('error', (err) =>
+        reject(
+          new Error(
+            `${bin} could not start (${err.message}): install redis-server or set REDIS_SERVER_BIN`,
+          ),
+        ),
+      ),
+    );
+    await Promise.race([waitForRedis(this.port), notStarted]);
   }
 
   /** SIGKILL, as a crash would. */
