@@ -147,63 +147,46 @@ export function columns(o: TicksBenchOptions): Column<Row>[] {
   ];
 }
 
+/** Counts that should be 0 in every run: a median row shows their worst run. */
+const WORST_OF_RUNS = new Set(['pendingAfter', 'missing', 'duplicates', 'failedOrSkipped']);
+
+/**
+ * Per mode, variant and OpenTelemetry setup with several runs: a row of the medians of its runs
+ * (per command for the command counts), complete when every run was.
+ */
 export function medianRows(rows: Row[]): Row[] {
-  const out: Row[] = [];
   const groups = new Map<string, Row[]>();
   for (const r of rows) {
     const key = `${r.mode}\u0000${r.variant}\u0000${r.otel ?? ''}`;
     groups.set(key, [...(groups.get(key) ?? []), r]);
   }
-  for (const group of groups.values()) {
-    if (group.length < 2) continue;
-    const m = (f: (r: Row) => number | undefined) => {
-      const xs = group.map(f).filter((x): x is number => x !== undefined);
-      return xs.length === 0 ? undefined : median(xs);
-    };
-    const first = group[0];
-    const perCommand = (f: (r: Row) => Record<string, number>) =>
-      Object.fromEntries(
-        [...new Set(group.flatMap((r) => Object.keys(f(r))))].map((k) => [
-          k,
-          median(group.map((r) => f(r)[k] ?? 0)),
-        ]),
-      );
-    out.push({
-      ...first,
-      run: 'median',
-      messages: m((r) => r.messages)!,
-      sent: m((r) => r.sent)!,
-      commands: perCommand((r) => r.commands),
-      commandUsec: perCommand((r) => r.commandUsec),
-      msgsPerSec: m((r) => r.msgsPerSec)!,
-      producerMsgsPerSec: m((r) => r.producerMsgsPerSec)!,
-      ofRaw: m((r) => r.ofRaw),
-      cpuVsPlain: m((r) => r.cpuVsPlain),
-      redisCpuUsPerMsg: m((r) => r.redisCpuUsPerMsg),
-      redisCpuVsRaw: m((r) => r.redisCpuVsRaw),
-      p50: m((r) => r.p50)!,
-      p99: m((r) => r.p99)!,
-      max: m((r) => r.max)!,
-      xackPer1000: m((r) => r.xackPer1000)!,
-      scriptsPer1000: m((r) => r.scriptsPer1000)!,
-      cmdsPerMsg: m((r) => r.cmdsPerMsg)!,
-      consumerCmdsPerMsg: m((r) => r.consumerCmdsPerMsg)!,
-      redisMsPer100k: m((r) => r.redisMsPer100k)!,
-      peakRssMb: m((r) => r.peakRssMb)!,
-      cpuMsPer100k: m((r) => r.cpuMsPer100k)!,
-      avgBatch: m((r) => r.avgBatch),
-      loopDelayP99: m((r) => r.loopDelayP99)!,
-      loopDelayMax: m((r) => r.loopDelayMax)!,
-      pendingAfter: Math.max(...group.map((r) => r.pendingAfter)),
-      missing: Math.max(...group.map((r) => r.missing)),
-      duplicates: Math.max(...group.map((r) => r.duplicates)),
-      failedOrSkipped: Math.max(...group.map((r) => r.failedOrSkipped)),
-      complete: group.every((r) => r.complete),
-      otherCpuPct: m((r) => r.otherCpuPct),
-      profile: undefined,
+  const medianOf = (values: unknown[], key: string): unknown => {
+    const numbers = values.filter((x): x is number => typeof x === 'number');
+    if (numbers.length > 0) return WORST_OF_RUNS.has(key) ? Math.max(...numbers) : median(numbers);
+    const maps = values as Record<string, number>[];
+    const names = [...new Set(maps.flatMap((x) => Object.keys(x)))];
+    return Object.fromEntries(names.map((k) => [k, median(maps.map((x) => x[k] ?? 0))]));
+  };
+  return [...groups.values()]
+    .filter((group) => group.length > 1)
+    .map((group) => {
+      const row: Record<string, unknown> = { ...group[0] };
+      const keys = new Set(group.flatMap((r) => Object.keys(r)));
+      for (const key of keys) {
+        const values = group.map((r) => (r as unknown as Record<string, unknown>)[key]);
+        if (values.some((x) => typeof x === 'number' || (typeof x === 'object' && x !== null)))
+          row[key] = medianOf(
+            values.filter((x) => x !== undefined),
+            key,
+          );
+      }
+      return {
+        ...(row as unknown as Row),
+        run: 'median',
+        complete: group.every((r) => r.complete),
+        profile: undefined,
+      };
     });
-  }
-  return out;
 }
 
 /** Fills in "% of raw" (drain, max) and "CPU vs plain" (idempotent variants) from the rows of the same run. */
