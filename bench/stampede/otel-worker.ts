@@ -39,6 +39,7 @@ import {
   StampedeModuleOptions,
 } from '@nest-redis-resilience/stampede';
 import { zipfSampler } from './load';
+import { failToParent } from '../shared/child';
 
 export type OtelVariant = 'api' | 'sdk' | 'sdk-sampled' | 'sdk-metrics' | 'sdk-als';
 export type OtelTier = 'store' | 'l1';
@@ -218,9 +219,4 @@ async function main(): Promise<void> {
   process.send!({ type: 'result', ...reply }, () => process.disconnect());
 }
 
-main().catch((err: unknown) => {
-  process.exitCode = 1;
-  const error = err instanceof Error ? (err.stack ?? err.message) : String(err);
-  if (process.send) process.send({ type: 'error', error }, () => process.disconnect());
-  else process.stderr.write(`${error}\n`);
-});
+main().catch(failToParent);

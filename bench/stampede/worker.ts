@@ -7,6 +7,7 @@ import { BenchApp } from './bench-app';
 import { BenchConfig } from './patterns';
 import { runCliffRound, WorkerCommand } from './instances';
 import { runLoad } from './load';
+import { failToParent } from '../shared/child';
 
 async function main(): Promise<void> {
   const cfg = JSON.parse(process.env.BENCH_CONFIG!) as BenchConfig;
@@ -28,8 +29,4 @@ async function main(): Promise<void> {
   process.send!({ type: 'ready' });
 }
 
-main().catch((err: unknown) => {
-  process.send?.({ type: 'error', error: String(err) });
-  process.exitCode = 1;
-  process.disconnect?.();
-});
+main().catch(failToParent);
