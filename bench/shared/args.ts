@@ -14,7 +14,8 @@ export type OptionSpec =
   | (Common & {
       type: 'number';
       default?: number;
-      /** Smallest value allowed (default: > 0). */ min?: number;
+      /** Smallest value allowed (without it: any value > 0). */
+      min?: number;
     })
   | (Common & { type: 'string'; default?: string })
   | (Common & { type: 'boolean' })
