@@ -16,7 +16,7 @@
  *              hot       one code takes every redirect (its key lives in one slot: one master)
  *              hot + L1  the same on 3 other instances with CACHE_L1_ENTRIES (the in-process tier)
  *
- *   --only ticks|shortener   --topologies single,cluster   --json <file>
+ *   (--help lists the options)
  *
  * The apps run from their TypeScript sources (scripts/register-ts.js: transpiled at load, the
  * same code as the build). On a 2-core machine the apps, the load generators and the Redis
@@ -33,7 +33,8 @@ import {
   startLocalCluster,
   startSingle,
 } from '../../scripts/lib/local-cluster';
-import { AppProcess } from '../../test/cluster-demo/support';
+import { AppProcess } from '../../support/app-process';
+import { cliOptions } from '../shared/args';
 import { collectEnvInfo, formatEnvInfo, gitRevision } from '../shared/env-info';
 import { Column, renderTable } from '../shared/table';
 import { runLoad } from '../shortener/load';
@@ -41,23 +42,58 @@ import { NodeLoad, snapshot, spread } from './node-stats';
 
 type Topology = 'single' | 'cluster';
 
-function option(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1] : fallback;
-}
-const num = (name: string, fallback: number) => Number(option(name, String(fallback)));
-
-const SECONDS = num('seconds', 10);
-const SYMBOLS = num('symbols', 100);
-const RATE = num('rate', 100);
-const PARTITIONS = num('partitions', 6);
-const CONSUMERS = num('consumers', 3);
-const REDIRECT_SECONDS = num('redirect-seconds', 8);
-const CONNECTIONS = num('connections', 10);
-const CODES = num('codes', 1000);
-const ONLY = option('only', 'ticks,shortener').split(',');
-const TOPOLOGIES = option('topologies', 'single,cluster').split(',') as Topology[];
-const JSON_FILE = option('json', '');
+const O = cliOptions(
+  'npm run bench:cluster',
+  'The same load on one Redis and on a 3-master Redis Cluster, measured per node with INFO commandstats.',
+  {
+    seconds: { type: 'number', default: 10, help: 'ticks: how long the collector publishes' },
+    symbols: { type: 'number', default: 100, help: 'ticks: symbols' },
+    rate: { type: 'number', default: 100, help: 'ticks: ticks per second per symbol' },
+    partitions: { type: 'number', default: 6, help: 'ticks: partitions of the stream' },
+    consumers: { type: 'number', default: 3, help: 'ticks: demo-ticks consumers in the group' },
+    'redirect-seconds': {
+      type: 'number',
+      default: 8,
+      help: 'shortener: seconds of redirects per row',
+    },
+    connections: {
+      type: 'number',
+      default: 10,
+      help: 'shortener: autocannon connections per instance',
+    },
+    codes: { type: 'number', default: 1000, help: 'shortener: codes created' },
+    only: {
+      type: 'list',
+      choices: ['ticks', 'shortener'],
+      default: ['ticks', 'shortener'],
+      help: 'the parts to run',
+    },
+    topologies: {
+      type: 'list',
+      choices: ['single', 'cluster'],
+      default: ['single', 'cluster'],
+      help: 'the Redis topologies',
+    },
+    json: {
+      type: 'string',
+      default: '',
+      placeholder: '<file>',
+      help: 'also write the results as JSON',
+    },
+  },
+  process.argv.slice(2),
+);
+const SECONDS = O.seconds;
+const SYMBOLS = O.symbols;
+const RATE = O.rate;
+const PARTITIONS = O.partitions;
+const CONSUMERS = O.consumers;
+const REDIRECT_SECONDS = O['redirect-seconds'];
+const CONNECTIONS = O.connections;
+const CODES = O.codes;
+const ONLY = O.only;
+const TOPOLOGIES = O.topologies as Topology[];
+const JSON_FILE = O.json;
 
 const say = (line: string) => process.stderr.write(`[bench:cluster] ${line}\n`);
 

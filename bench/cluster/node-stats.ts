@@ -4,26 +4,16 @@
  * clients' CLUSTER SLOTS / CLUSTER SHARDS topology refreshes, CLIENT, PING, COMMAND) are left out.
  */
 import { Redis } from 'ioredis';
-import { parseInfo } from '../shared/env-info';
-
-/** Calls and microseconds per command name. */
-export type CommandStats = Record<string, { calls: number; usec: number }>;
+import { CommandStats, commandStats, diffCommandStats, totalCalls } from '../shared/redis-stats';
 
 const NOT_THE_APPS = /^(info|cluster\|.*|client\|.*|ping|command|command\|.*|hello|config\|.*)$/;
 
-export async function commandStats(port: number): Promise<CommandStats> {
+async function nodeStats(port: number): Promise<CommandStats> {
   const redis = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1, lazyConnect: true });
   redis.on('error', () => undefined);
   try {
     await redis.connect();
-    const out: CommandStats = {};
-    for (const [key, value] of Object.entries(parseInfo(await redis.info('commandstats')))) {
-      const m = /^cmdstat_(.+)$/.exec(key);
-      const calls = /calls=(\d+)/.exec(value);
-      const usec = /usec=(\d+)/.exec(value);
-      if (m && calls) out[m[1]] = { calls: Number(calls[1]), usec: Number(usec?.[1] ?? 0) };
-    }
-    return out;
+    return await commandStats(redis);
   } finally {
     redis.disconnect();
   }
@@ -39,27 +29,18 @@ export interface NodeLoad {
 
 /** The apps' commands a node served between two snapshots. */
 export function nodeLoad(port: number, before: CommandStats, after: CommandStats): NodeLoad {
-  let calls = 0;
-  let usec = 0;
-  const byName: [string, number][] = [];
-  for (const [name, stat] of Object.entries(after)) {
-    if (NOT_THE_APPS.test(name)) continue;
-    const d = stat.calls - (before[name]?.calls ?? 0);
-    if (d <= 0) continue;
-    calls += d;
-    usec += stat.usec - (before[name]?.usec ?? 0);
-    byName.push([name, d]);
-  }
-  byName.sort((a, b) => b[1] - a[1]);
+  const apps = diffCommandStats(after, before, (name) => NOT_THE_APPS.test(name));
+  const byName = Object.entries(apps).sort((a, b) => b[1].calls - a[1].calls);
   const top = byName
     .slice(0, 3)
-    .map(([n, c]) => `${n} ${c}`)
+    .map(([n, c]) => `${n} ${c.calls}`)
     .join(', ');
-  return { port, calls, usec, top };
+  const usec = byName.reduce((sum, [, c]) => sum + c.usec, 0);
+  return { port, calls: totalCalls(apps), usec, top };
 }
 
 export async function snapshot(ports: number[]): Promise<Map<number, CommandStats>> {
-  const entries = await Promise.all(ports.map(async (p) => [p, await commandStats(p)] as const));
+  const entries = await Promise.all(ports.map(async (p) => [p, await nodeStats(p)] as const));
   return new Map(entries);
 }
 

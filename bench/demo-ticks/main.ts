@@ -3,19 +3,7 @@
  *   node -r ./scripts/register-ts.js bench/demo-ticks/main.ts [options]
  *   (or through scripts/with-redis.js, which provides REDIS_URL)
  *
- *   --duration <s>       how long the collector publishes (default 60)
- *   --symbols <n>        default 100
- *   --rate <n>           ticks per second per symbol (default 100)
- *   --drain-timeout <s>  how long to wait for the consumer to catch up afterwards (default 120)
- *   --semi-space <MB>    V8 --max-semi-space-size of the consumer (default: V8's)
- *   --old-space <MB>     V8 --max-old-space-size of the consumer (default: V8's)
- *   --from dist|src      run the `npm run build` output (default; the benchmark builds it
- *                        first) or the TypeScript sources through scripts/register-ts.js (whose
- *                        TypeScript compiler adds 80-150 MB to the consumer's RSS)
- *   --no-build           with --from dist: use the existing build
- *   --cpu-prof <file>    write a V8 CPU profile of the consumer over the publishing period
- *   --json <file>        also write the results as JSON
- *   --keep               keep the Redis keys (default: delete them)
+ *   (--help lists the options: bench/demo-ticks/options.ts)
  *
  * The consumer (apps/demo-ticks/src/main.ts) and the collector (src/collector.main.ts) run as
  * two processes of their own; this process samples the consumer's RSS and /metrics each second.
@@ -25,11 +13,13 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { collectEnvInfo, EnvInfo, formatEnvInfo } from '../shared/env-info';
-import { renderTable } from '../shared/table';
+import { collectEnvInfo } from '../shared/env-info';
+import { commandStats, deleteKeys } from '../shared/redis-stats';
+import { DEFAULT_OPTIONS, DemoTicksBenchOptions, parseDemoTicksArgs } from './options';
+import { DemoTicksBenchResult, formatReport, TimelineRow } from './report';
+import { REGISTER_TS } from '../shared/child';
 
 const ROOT = join(__dirname, '..', '..');
-const REGISTER = join(ROOT, 'scripts', 'register-ts.js');
 const SOURCES = join(ROOT, 'apps', 'demo-ticks', 'src');
 /** Where `npm run build` puts the app. */
 const BUILT = join(ROOT, 'dist', 'apps', 'demo-ticks');
@@ -48,85 +38,6 @@ export function buildDemoTicks(): void {
     throw new Error(`npm run build failed (${run.status}):\n${run.stdout}${run.stderr}`);
 }
 
-export interface DemoTicksBenchOptions {
-  redisUrl: string;
-  durationMs: number;
-  symbols: number;
-  ratePerSymbol: number;
-  drainTimeoutMs: number;
-  /** V8 --max-semi-space-size (MB) of the consumer process; 0 = V8's default. */
-  semiSpaceMb: number;
-  /** V8 --max-old-space-size (MB) of the consumer process; 0 = V8's default. */
-  oldSpaceMb: number;
-  /** Run the built app (dist) or the TypeScript sources through register-ts (src). */
-  from: 'dist' | 'src';
-  /** With from = 'dist': build it first. */
-  build: boolean;
-  /** Write a CPU profile of the consumer (publishing period) to this file. */
-  cpuProfile?: string;
-  sampleMs: number;
-  keep: boolean;
-  /** Print the report (default true). */
-  print: boolean;
-}
-
-export const DEFAULT_OPTIONS: DemoTicksBenchOptions = {
-  redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
-  durationMs: 60_000,
-  symbols: 100,
-  ratePerSymbol: 100,
-  drainTimeoutMs: 120_000,
-  semiSpaceMb: 0,
-  oldSpaceMb: 0,
-  from: 'dist',
-  build: true,
-  sampleMs: 1000,
-  keep: false,
-  print: true,
-};
-
-export interface TimelineRow {
-  second: number;
-  publishedPerS: number;
-  handledPerS: number;
-  xackPerS: number;
-  lag: number;
-  pending: number;
-  rssMb: number;
-}
-
-export interface DemoTicksBenchResult {
-  env: EnvInfo;
-  options: DemoTicksBenchOptions;
-  targetRate: number;
-  published: number;
-  publishFailed: number;
-  publishSeconds: number;
-  handled: number;
-  /** From the collector's start to the last tick handled. */
-  consumerSeconds: number;
-  drainedAfterMs: number | null;
-  duplicatesSkipped: number;
-  deadLettered: number;
-  e2eP50Ms: number;
-  e2eP99Ms: number;
-  e2eP50SteadyMs: number | null;
-  e2eP99SteadyMs: number | null;
-  xackCalls: number;
-  xackPerSecond: number;
-  xackPerSecondMax: number;
-  serverXackCalls: number;
-  meanAckBatch: number;
-  rssMaxMb: number;
-  rssEndMb: number;
-  volumePublished: number;
-  volumeInCandles: Record<string, number>;
-  tradesInCandles: Record<string, number>;
-  timeline: TimelineRow[];
-}
-
-// ---------------------------------------------------------------- helpers
-
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 function startChild(
@@ -137,7 +48,7 @@ function startChild(
 ): ChildProcess {
   const ts = file.endsWith('.ts');
   return fork(profiled ? PROFILED : file, profiled ? [file] : [], {
-    execArgv: [...execArgv, ...(ts ? ['-r', REGISTER] : [])],
+    execArgv: [...execArgv, ...(ts ? ['-r', REGISTER_TS] : [])],
     env: { ...process.env, ...env },
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
@@ -248,8 +159,7 @@ async function entriesAdded(redis: Redis, stream: string): Promise<number> {
 }
 
 async function serverXacks(redis: Redis): Promise<number> {
-  const m = /cmdstat_xack:calls=(\d+)/.exec(await redis.info('commandstats'));
-  return m ? Number(m[1]) : 0;
+  return (await commandStats(redis)).xack?.calls ?? 0;
 }
 
 async function candleSums(
@@ -280,15 +190,6 @@ async function candleSums(
     }
   } while (cursor !== '0');
   return { volume, trades };
-}
-
-async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.del(...keys);
-  } while (cursor !== '0');
 }
 
 // ---------------------------------------------------------------- the run
@@ -464,203 +365,6 @@ export async function runDemoTicksBench(
     if (!options.keep) await deleteKeys(redis, prefix).catch(() => undefined);
     await redis.quit();
   }
-}
-
-// ---------------------------------------------------------------- report
-
-/** Latency in ms; the histogram's last finite bucket is 10 s, so beyond it only a bound is known. */
-function ms(value: number): string {
-  return value >= 10_000 ? '>= 10000' : value.toFixed(1);
-}
-
-export function formatReport(r: DemoTicksBenchResult): string {
-  const exact =
-    r.published === r.handled + r.deadLettered &&
-    Object.values(r.tradesInCandles).every((n) => n === r.published) &&
-    Object.values(r.volumeInCandles).every((v) => v === r.volumePublished);
-  const yes = (ok: boolean) => (ok ? 'yes' : 'NO');
-  const rows = [
-    {
-      what: 'ticks published (XADD ok) / failed',
-      value: `${r.published.toLocaleString('en-US')} / ${r.publishFailed}`,
-      target: `${((r.targetRate * r.options.durationMs) / 1000).toLocaleString('en-US')}`,
-      met: yes(r.publishFailed === 0),
-    },
-    {
-      what: 'publish rate (ticks/s)',
-      value: (r.published / r.publishSeconds).toFixed(0),
-      target: String(r.targetRate),
-      met: yes(r.published / r.publishSeconds >= r.targetRate * 0.95),
-    },
-    {
-      what: 'consume rate (ticks/s, to the last tick)',
-      value: (r.handled / r.consumerSeconds).toFixed(0),
-      target: String(r.targetRate),
-      met: yes(r.handled / r.consumerSeconds >= r.targetRate * 0.95),
-    },
-    {
-      what: 'caught up after the collector stopped',
-      value:
-        r.drainedAfterMs === null
-          ? 'not within the drain timeout'
-          : `${(r.drainedAfterMs / 1000).toFixed(1)} s`,
-      target: '-',
-      met: '-',
-    },
-    {
-      what: 'ticks handled / duplicates skipped / dead-lettered',
-      value: `${r.handled.toLocaleString('en-US')} / ${r.duplicatesSkipped} / ${r.deadLettered}`,
-      target: '-',
-      met: '-',
-    },
-    {
-      what: 'trades in candles 1m / 5m / 30m',
-      value: ['1m', '5m', '30m']
-        .map((i) => r.tradesInCandles[i].toLocaleString('en-US'))
-        .join(' / '),
-      target: `= published`,
-      met: yes(Object.values(r.tradesInCandles).every((n) => n === r.published)),
-    },
-    {
-      what: 'volume in candles 1m / 5m / 30m',
-      value: ['1m', '5m', '30m']
-        .map((i) => r.volumeInCandles[i].toLocaleString('en-US'))
-        .join(' / '),
-      target: `= ${r.volumePublished.toLocaleString('en-US')} published`,
-      met: yes(Object.values(r.volumeInCandles).every((v) => v === r.volumePublished)),
-    },
-    { what: 'no tick lost or double counted', value: yes(exact), target: 'yes', met: yes(exact) },
-    {
-      what: 'e2e latency p50 / p99, whole run (ms)',
-      value: `${ms(r.e2eP50Ms)} / ${ms(r.e2eP99Ms)}`,
-      target: '-',
-      met: '-',
-    },
-    {
-      what: 'e2e latency p50 / p99, 2nd half of publishing (ms)',
-      value: r.e2eP50SteadyMs === null ? '-' : `${ms(r.e2eP50SteadyMs)} / ${ms(r.e2eP99SteadyMs!)}`,
-      target: '-',
-      met: '-',
-    },
-    {
-      what: 'XACK calls per second (mean / max second)',
-      value: `${r.xackPerSecond.toFixed(1)} / ${r.xackPerSecondMax.toFixed(0)}`,
-      target: '<= 25',
-      met: yes(r.xackPerSecondMax <= 25),
-    },
-    {
-      what: 'XACK calls: consumer / whole Redis server',
-      value: `${r.xackCalls} / ${r.serverXackCalls}`,
-      target: '-',
-      met: '-',
-    },
-    { what: 'ids per XACK (mean)', value: r.meanAckBatch.toFixed(0), target: '-', met: '-' },
-    {
-      what: 'consumer RSS (max / at the end, MB)',
-      value: `${r.rssMaxMb.toFixed(0)} / ${r.rssEndMb.toFixed(0)}`,
-      target: '< 256',
-      met: yes(r.rssMaxMb < 256),
-    },
-  ];
-  const summary = renderTable(
-    [
-      { header: 'measure', value: (x: (typeof rows)[number]) => x.what },
-      { header: 'value', value: (x) => x.value },
-      { header: 'target', value: (x) => x.target },
-      { header: 'met', value: (x) => x.met },
-    ],
-    rows,
-  );
-  const every = Math.max(1, Math.round(r.timeline.length / 15));
-  // Windows of `every` samples: mean rates, the last lag and pending, the highest RSS.
-  const windows: TimelineRow[] = [];
-  for (let i = 0; i < r.timeline.length; i += every) {
-    const w = r.timeline.slice(i, i + every);
-    const mean = (f: (x: TimelineRow) => number) => w.reduce((sum, x) => sum + f(x), 0) / w.length;
-    windows.push({
-      second: w[w.length - 1].second,
-      publishedPerS: mean((x) => x.publishedPerS),
-      handledPerS: mean((x) => x.handledPerS),
-      xackPerS: mean((x) => x.xackPerS),
-      lag: w[w.length - 1].lag,
-      pending: w[w.length - 1].pending,
-      rssMb: Math.max(...w.map((x) => x.rssMb)),
-    });
-  }
-  const timeline = renderTable(
-    [
-      { header: 'until s', value: (x: TimelineRow) => x.second },
-      { header: 'published/s', value: (x) => Math.round(x.publishedPerS) },
-      { header: 'handled/s', value: (x) => Math.round(x.handledPerS) },
-      { header: 'XACK/s', value: (x) => x.xackPerS, digits: 1 },
-      { header: 'lag', value: (x) => x.lag },
-      { header: 'pending', value: (x) => x.pending },
-      { header: 'max RSS MB', value: (x) => Math.round(x.rssMb) },
-    ],
-    windows,
-  );
-  return [
-    `demo-ticks benchmark: ${r.options.symbols} symbols x ${r.options.ratePerSymbol}/s = ${r.targetRate} ticks/s for ${r.options.durationMs / 1000} s` +
-      (r.options.oldSpaceMb || r.options.semiSpaceMb
-        ? ` (consumer V8 flags:${r.options.oldSpaceMb ? ` --max-old-space-size=${r.options.oldSpaceMb}` : ''}${r.options.semiSpaceMb ? ` --max-semi-space-size=${r.options.semiSpaceMb}` : ''})`
-        : '') +
-      (r.options.from === 'dist'
-        ? '; consumer and collector: the built app (dist)'
-        : '; consumer and collector: TypeScript sources through scripts/register-ts.js') +
-      (r.options.cpuProfile ? `; CPU profile of the consumer: ${r.options.cpuProfile}` : ''),
-    formatEnvInfo(r.env),
-    '',
-    summary,
-    '',
-    `timeline (means over ${every} samples of ${r.options.sampleMs / 1000} s):`,
-    timeline,
-  ].join('\n');
-}
-
-// ---------------------------------------------------------------- CLI
-
-function usage(message: string): never {
-  process.stderr.write(
-    `bench demo-ticks: ${message}\n(see the options at the top of bench/demo-ticks/main.ts)\n`,
-  );
-  process.exit(2);
-}
-
-export function parseDemoTicksArgs(argv: string[]): {
-  options: Partial<DemoTicksBenchOptions>;
-  json?: string;
-} {
-  const options: Partial<DemoTicksBenchOptions> = {};
-  let json: string | undefined;
-  const numbers: Record<string, [keyof DemoTicksBenchOptions, number]> = {
-    '--duration': ['durationMs', 1000],
-    '--symbols': ['symbols', 1],
-    '--rate': ['ratePerSymbol', 1],
-    '--drain-timeout': ['drainTimeoutMs', 1000],
-    '--semi-space': ['semiSpaceMb', 1],
-    '--old-space': ['oldSpaceMb', 1],
-  };
-  for (let i = 0; i < argv.length; i++) {
-    const [flag, inline] = argv[i].split('=', 2) as [string, string | undefined];
-    const value = () => inline ?? argv[++i] ?? usage(`${flag} needs a value`);
-    if (flag === '--json') json = value();
-    else if (flag === '--keep') options.keep = true;
-    else if (flag === '--no-build') options.build = false;
-    else if (flag === '--cpu-prof') options.cpuProfile = value();
-    else if (flag === '--from') {
-      const from = value();
-      if (from !== 'dist' && from !== 'src') usage('--from is dist or src');
-      options.from = from;
-    } else if (flag === '--demo')
-      continue; // accepted when run through bench:ticks -- --demo
-    else if (flag in numbers) {
-      const n = Number(value());
-      if (!Number.isFinite(n) || n < 0) usage(`${flag} needs a number`);
-      const [key, scale] = numbers[flag];
-      (options as Record<string, number>)[key] = n * scale;
-    } else usage(`unknown option ${flag}`);
-  }
-  return { options, json };
 }
 
 async function main(): Promise<void> {

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
+import { parseInfo } from './redis-stats';
 
 /** What the benchmark ran on: printed at the top of every report and stored in its JSON. */
 export interface EnvInfo {
@@ -41,16 +42,6 @@ export function gitRevision(paths: string[]): string {
   const dirty = git('status', '--porcelain', '--', ...paths);
   const changed = dirty.status === 0 && dirty.stdout.trim() !== '';
   return `${head.stdout.trim()}${changed ? ' + uncommitted changes' : ''}`;
-}
-
-/** Parses an `INFO <section>` reply into key/value pairs. */
-export function parseInfo(text: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const line of text.split(/\r?\n/)) {
-    const i = line.indexOf(':');
-    if (i > 0 && !line.startsWith('#')) out[line.slice(0, i)] = line.slice(i + 1);
-  }
-  return out;
 }
 
 export async function collectEnvInfo(

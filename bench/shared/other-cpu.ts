@@ -84,3 +84,26 @@ export function otherCpuPercent(
   }
   return ((ticks / ticksPerSecond()) * 1000 * 100) / (after.at - before.at);
 }
+
+/** Rows that ran while other processes used more than this much CPU (% of a core) "shared the machine". */
+export const SHARED_CPU_PCT = 10;
+
+/** Waits (at most `maxS` seconds) until processes outside the benchmark leave the CPU. */
+export async function waitForQuiet(maxS: number, progress: (line: string) => void): Promise<void> {
+  if (maxS <= 0) return;
+  const deadline = Date.now() + maxS * 1000;
+  let told = false;
+  for (;;) {
+    const before = snapshotOtherCpu();
+    await new Promise((r) => setTimeout(r, 1000));
+    const pct = otherCpuPercent(before, snapshotOtherCpu());
+    if (pct === undefined || pct <= SHARED_CPU_PCT) return;
+    if (Date.now() >= deadline) {
+      progress(`  the machine is still busy (others' CPU ${pct.toFixed(0)} %): running anyway`);
+      return;
+    }
+    if (!told)
+      progress(`  waiting up to ${maxS} s for a quiet machine (others' CPU ${pct.toFixed(0)} %)`);
+    told = true;
+  }
+}

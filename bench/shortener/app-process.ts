@@ -1,11 +1,11 @@
 import { ChildProcess, fork } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { freePort } from '../../support/throwaway-redis';
 import { ticksPerSecond } from '../shared/other-cpu';
+import { REGISTER_TS } from '../shared/child';
 
 const ROOT = join(__dirname, '..', '..');
-const REGISTER = join(ROOT, 'scripts', 'register-ts.js');
 export const SOURCE_ENTRY = join(ROOT, 'apps', 'demo-shortener', 'src', 'main.ts');
 /** Where `npm run build` puts the entry. */
 export const BUILT_ENTRY = join(ROOT, 'dist', 'apps', 'demo-shortener', 'main.js');
@@ -21,17 +21,6 @@ export interface StartOptions {
   profiled?: boolean;
   /** More options for node (e.g. --trace-gc). */
   nodeOptions?: string[];
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address();
-      srv.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
 }
 
 /**
@@ -61,7 +50,7 @@ export class ShortenerProcess {
     const port = await freePort();
     const output: string[] = [];
     const child = fork(options.profiled ? PROFILED : entry, options.profiled ? [entry] : [], {
-      execArgv: [...(options.nodeOptions ?? []), ...(built ? [] : ['-r', REGISTER])],
+      execArgv: [...(options.nodeOptions ?? []), ...(built ? [] : ['-r', REGISTER_TS])],
       env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });

@@ -1,23 +1,10 @@
 /*
- * npm run bench:shortener -- [options]
- *
- *   --database-url postgres://postgres@127.0.0.1:5432/test   --pool 10
- *   --connections 20,50,100   --duration 10   --warmup 2   --hot-codes 10
- *   --stress-connections 500   --stress-duration 10
- *   --lifetime-ttl 2   --lifetime-duration 10
- *   --strategies sequence,hash,snowflake   --create-connections 50   --create-duration 10
- *   --hit-connections 100   --hit-duration 10   --hit-rounds 3
- *   --only hit-path,redirects,lifetime,creation   (default: all of them)
- *   --cpu-prof <dir>   write a V8 CPU profile of each hit-path server (one more run each) there
- *   --perf <dir>       the same with Linux perf (on-CPU samples only; needs perf and root or
- *                      kernel.perf_event_paranoid <= 1): the breakdown the docs quote
- *   --built      start dist/apps/demo-shortener/main.js
- *                (after `npm run build`) instead of src/main.ts via register-ts
- *   --json <file>
+ * npm run bench:shortener -- [options]   (--help lists them)
  *
  * Needs REDIS_URL (the npm script sets it through scripts/with-redis.js) and PostgreSQL.
  */
 import { writeFileSync } from 'node:fs';
+import { cliOptions, parseOptions, Spec, UsageError, Values } from '../shared/args';
 import { perfUnavailable } from './perf-profile';
 import {
   DEFAULTS,
@@ -44,60 +31,91 @@ const NUMBER_FLAGS: Record<string, keyof ShortenerBenchOptions> = {
   '--hit-rounds': 'hitRounds',
 };
 
-function usage(message: string): never {
-  process.stderr.write(
-    `bench:shortener: ${message}\n(see the options at the top of bench/shortener/main.ts)\n`,
-  );
-  process.exit(2);
-}
+const SPEC = {
+  'database-url': {
+    type: 'string',
+    default: DEFAULTS.databaseUrl,
+    placeholder: '<url>',
+    help: 'PostgreSQL',
+  },
+  connections: {
+    type: 'list',
+    default: DEFAULTS.connections.map(String),
+    help: 'redirects: autocannon connections per row, positive integers',
+  },
+  strategies: {
+    type: 'list',
+    choices: ['sequence', 'hash', 'snowflake'],
+    default: DEFAULTS.strategies,
+    help: 'creation: code strategies',
+  },
+  only: { type: 'list', choices: SECTIONS, default: SECTIONS, help: 'the sections to run' },
+  ...Object.fromEntries(
+    Object.entries(NUMBER_FLAGS).map(([flag, key]) => [
+      flag.slice(2),
+      {
+        type: 'number',
+        min: 0,
+        default: DEFAULTS[key as keyof typeof DEFAULTS] as number,
+        help: key,
+      },
+    ]),
+  ),
+  'cpu-prof': {
+    type: 'string',
+    placeholder: '<dir>',
+    help: 'write a V8 CPU profile of each hit-path server (one more run each) there',
+  },
+  perf: {
+    type: 'string',
+    placeholder: '<dir>',
+    help: 'the same with Linux perf (on-CPU samples only; needs perf and root or kernel.perf_event_paranoid <= 1): the breakdown the docs quote',
+  },
+  built: {
+    type: 'boolean',
+    help: 'start dist/apps/demo-shortener/main.js (after `npm run build`) instead of src/main.ts via register-ts',
+  },
+  json: { type: 'string', placeholder: '<file>', help: 'also write every number as JSON' },
+} satisfies Spec;
 
 export function parseArgs(argv: string[]): {
   options: Partial<ShortenerBenchOptions>;
   json?: string;
 } {
-  const options: Record<string, unknown> = {};
-  let json: string | undefined;
-  for (let i = 0; i < argv.length; i++) {
-    const [flag, inline] = argv[i].split('=', 2) as [string, string | undefined];
-    const value = () => inline ?? argv[++i] ?? usage(`${flag} needs a value`);
-    if (flag === '--json') json = value();
-    else if (flag === '--built') options.built = true;
-    else if (flag === '--database-url') options.databaseUrl = value();
-    else if (flag === '--cpu-prof') options.profile = { dir: value(), with: 'v8' };
-    else if (flag === '--perf') {
-      const unavailable = perfUnavailable();
-      if (unavailable) usage(`--perf: ${unavailable}`);
-      options.profile = { dir: value(), with: 'perf' };
-    } else if (flag === '--only') {
-      const list = value().split(',') as Section[];
-      if (list.some((s) => !SECTIONS.includes(s))) usage(`--only takes ${SECTIONS.join(', ')}`);
-      options.sections = list;
-    } else if (flag === '--connections') {
-      const list = value().split(',').map(Number);
-      if (list.some((n) => !Number.isInteger(n) || n <= 0))
-        usage('--connections needs positive integers, comma-separated');
-      options.connections = list;
-    } else if (flag === '--strategies') {
-      const list = value().split(',') as Strategy[];
-      if (list.some((s) => !['sequence', 'hash', 'snowflake'].includes(s)))
-        usage('--strategies takes sequence, hash, snowflake');
-      options.strategies = list;
-    } else if (flag in NUMBER_FLAGS) {
-      const n = Number(value());
-      if (!Number.isFinite(n) || n < 0) usage(`${flag} needs a number`);
-      options[NUMBER_FLAGS[flag]] = n;
-    } else usage(`unknown option ${argv[i]}`);
+  const v = parseOptions(SPEC, argv) as Record<string, unknown> & Values<typeof SPEC>;
+  const options: Partial<ShortenerBenchOptions> = {};
+  for (const [flag, key] of Object.entries(NUMBER_FLAGS))
+    (options as Record<string, unknown>)[key] = v[flag.slice(2)];
+  if (v.built) options.built = true;
+  options.databaseUrl = v['database-url'];
+  options.sections = v.only as Section[];
+  options.strategies = v.strategies as Strategy[];
+  options.connections = v.connections.map(Number);
+  if (options.connections.some((n) => !Number.isInteger(n) || n <= 0))
+    throw new UsageError('--connections needs positive integers, comma-separated');
+  if (v['cpu-prof'] !== undefined) options.profile = { dir: v['cpu-prof'], with: 'v8' };
+  if (v.perf !== undefined) {
+    const unavailable = perfUnavailable();
+    if (unavailable) throw new UsageError(`--perf: ${unavailable}`);
+    options.profile = { dir: v.perf, with: 'perf' };
   }
-  return { options: options as Partial<ShortenerBenchOptions>, json };
+  return { options, json: v.json };
 }
 
 async function main(): Promise<void> {
+  const argv = process.argv.slice(2);
+  cliOptions(
+    'npm run bench:shortener',
+    'Redirects, their lifetime and code creation of the demo shortener; the hit path.',
+    SPEC,
+    argv,
+  ); // --help, and bad input
+  const { options, json } = parseArgs(argv);
   const redisUrl = process.env.REDIS_URL;
   if (!redisUrl)
-    usage(
+    throw new Error(
       'REDIS_URL is not set: run it as `npm run bench:shortener` (scripts/with-redis.js sets it)',
     );
-  const { options, json } = parseArgs(process.argv.slice(2));
   const report = await runShortenerBench({
     ...DEFAULTS,
     ...options,
@@ -112,6 +130,10 @@ async function main(): Promise<void> {
 
 if (require.main === module) {
   main().catch((err: unknown) => {
+    if (err instanceof UsageError) {
+      process.stderr.write(`npm run bench:shortener: ${err.message}\n`);
+      process.exit(2);
+    }
     process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
     process.exitCode = 1;
   });

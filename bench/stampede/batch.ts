@@ -11,11 +11,12 @@
 import { NestFactory } from '@nestjs/core';
 import type { INestApplicationContext } from '@nestjs/common';
 import { StampedeModule, StampedeService } from '@nest-redis-resilience/stampede';
-import { RoundTripProxy } from '../../test/support/round-trip-proxy';
+import { RoundTripProxy } from '../../support/round-trip-proxy';
 import { Column, renderTable } from '../shared/table';
-import { commandDelta, PrivateRedis, totalCommands } from './private-redis';
-import { logTargets, ScenarioContext } from './resilience';
-import type { Target } from './stampede-bench';
+import { PrivateRedis } from '../shared/private-redis';
+import { commandDelta, totalCommands } from './command-counts';
+import { logTargets, ScenarioContext } from './context';
+import type { Target } from '../shared/targets';
 
 const KEYS = 100;
 const CACHED = 50;

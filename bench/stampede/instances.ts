@@ -4,13 +4,13 @@
  * (runCliffRound) or a load job (runLoad, hotset and fanout) the same way; the parent
  * synchronizes them and sums.
  */
-import { ChildProcess, fork } from 'node:child_process';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { BenchApp, BenchConfig, diffCounters, PatternCounters, PatternName } from './bench-app';
+import { Child, forkTs } from '../shared/child';
+import { BenchApp } from './bench-app';
+import { BenchConfig, diffCounters, PatternCounters, PatternName } from './patterns';
 import { LoadJob, LoadResult, runLoad } from './load';
 
-const REGISTER = join(__dirname, '..', '..', 'scripts', 'register-ts.js');
 const WORKER = join(__dirname, 'worker.ts');
 
 export interface RoundRequest {
@@ -71,70 +71,47 @@ export class LocalInstance implements Instance {
 }
 
 type WorkerMessage =
-  | { type: 'ready' }
-  | { type: 'round'; result: RoundResult }
-  | { type: 'load'; result: LoadResult }
-  | { type: 'error'; error: string };
+  { type: 'ready' } | { type: 'round'; result: RoundResult } | { type: 'load'; result: LoadResult };
+export type WorkerCommand =
+  { type: 'round'; req: RoundRequest } | { type: 'load'; job: LoadJob } | { type: 'exit' };
+
+/** Generous limits for a busy machine: a worker's start, and one round or load job. */
+const START_TIMEOUT_MS = 120_000;
+const JOB_TIMEOUT_MS = 600_000;
 
 export class ForkedInstance implements Instance {
-  private pending?: { resolve: (r: never) => void; reject: (e: Error) => void };
+  private constructor(private readonly child: Child<WorkerMessage, WorkerCommand>) {}
 
-  private constructor(private readonly child: ChildProcess) {
-    child.on('message', (msg: WorkerMessage) => {
-      const p = this.pending;
-      this.pending = undefined;
-      if (msg.type === 'round' || msg.type === 'load') p?.resolve(msg.result as never);
-      else if (msg.type === 'error') p?.reject(new Error(`worker ${child.pid}: ${msg.error}`));
+  static async start(cfg: BenchConfig): Promise<ForkedInstance> {
+    const child = forkTs<WorkerMessage, WorkerCommand>('bench worker', WORKER, {
+      env: { BENCH_CONFIG: JSON.stringify(cfg) },
     });
-    child.on('exit', (code) =>
-      this.pending?.reject(new Error(`worker ${child.pid} exited with ${code}`)),
-    );
+    try {
+      await child.waitFor('ready', START_TIMEOUT_MS);
+    } catch (err) {
+      await child.kill();
+      throw err;
+    }
+    return new ForkedInstance(child);
   }
 
-  static start(cfg: BenchConfig): Promise<ForkedInstance> {
-    const child = fork(WORKER, [], {
-      execArgv: ['-r', REGISTER],
-      env: { ...process.env, BENCH_CONFIG: JSON.stringify(cfg) },
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    });
-    return new Promise((resolve, reject) => {
-      const onExit = (code: number | null) =>
-        reject(new Error(`bench worker exited early with ${code}`));
-      child.once('error', reject);
-      child.once('exit', onExit);
-      child.once('message', (msg: WorkerMessage) => {
-        child.removeListener('exit', onExit);
-        if (msg.type === 'ready') resolve(new ForkedInstance(child));
-        else reject(new Error(`bench worker failed to start: ${JSON.stringify(msg)}`));
-      });
-    });
+  async round(req: RoundRequest): Promise<RoundResult> {
+    this.child.send({ type: 'round', req });
+    return (await this.child.waitFor('round', JOB_TIMEOUT_MS)).result;
   }
 
-  round(req: RoundRequest): Promise<RoundResult> {
-    return this.request<RoundResult>({ type: 'round', req });
+  async load(job: LoadJob): Promise<LoadResult> {
+    this.child.send({ type: 'load', job });
+    return (await this.child.waitFor('load', JOB_TIMEOUT_MS)).result;
   }
 
-  load(job: LoadJob): Promise<LoadResult> {
-    return this.request<LoadResult>({ type: 'load', job });
-  }
-
-  private request<R>(msg: object): Promise<R> {
-    return new Promise<R>((resolve, reject) => {
-      this.pending = { resolve: resolve as (r: never) => void, reject };
-      this.child.send(msg);
-    });
-  }
-
-  close(): Promise<void> {
-    return new Promise((resolve) => {
-      if (this.child.exitCode !== null || this.child.signalCode !== null) return resolve();
-      const timer = setTimeout(() => this.child.kill('SIGKILL'), 10_000);
-      this.child.once('exit', () => {
-        clearTimeout(timer);
-        resolve();
-      });
-      this.child.send({ type: 'exit' });
-    });
+  /** Asks the worker to close its app and exit; SIGKILL after 10 s. */
+  async close(): Promise<void> {
+    if (!this.child.running) return;
+    const timer = setTimeout(() => void this.child.kill(), 10_000);
+    this.child.send({ type: 'exit' });
+    await this.child.exited;
+    clearTimeout(timer);
   }
 }
 

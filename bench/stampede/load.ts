@@ -6,18 +6,18 @@
  * can be merged).
  */
 import { performance } from 'node:perf_hooks';
+import { BenchApp } from './bench-app';
 import {
   BackendError,
-  BenchApp,
   CallRecord,
   callContext,
   diffCounters,
   PatternCounters,
   PatternName,
   sumCounters,
-} from './bench-app';
-import type { Instance } from './instances';
-import { CommandCounts, commandDelta, PrivateRedis, totalCommands } from './private-redis';
+} from './patterns';
+import { PrivateRedis } from '../shared/private-redis';
+import { CommandCounts, commandDelta, totalCommands } from './command-counts';
 
 /** Exponential inter-arrival times: a Poisson process of `rate` per second over `durationMs`. */
 export function poissonArrivals(rate: number, durationMs: number, random = Math.random): number[] {
@@ -78,14 +78,6 @@ export function zipfSampler(n: number, s: number, random = Math.random): () => n
     }
     return lo;
   };
-}
-
-/** Expected share of requests for rank r under zipfSampler(n, s). */
-export function zipfShare(n: number, s: number, rank: number): number {
-  if (s === 0) return 1 / n;
-  let sum = 0;
-  for (let r = 0; r < n; r++) sum += 1 / Math.pow(r + 1, s);
-  return 1 / Math.pow(rank + 1, s) / sum;
 }
 
 export interface LoadJob {
@@ -340,7 +332,8 @@ export interface MeasuredLoad {
  * with `measured` options, counting the Redis commands of the second run only.
  */
 export async function warmAndMeasure(
-  instances: Pick<Instance, 'load'>[],
+  /** Anything that runs a load job (a local or a forked instance). */
+  instances: { load(job: LoadJob): Promise<LoadResult> }[],
   redis: Pick<PrivateRedis, 'commandCounts'>,
   job: LoadJob,
   durationMs: number,

@@ -39,6 +39,7 @@ import {
   StampedeModuleOptions,
 } from '@nest-redis-resilience/stampede';
 import { zipfSampler } from './load';
+import { failToParent } from '../shared/child';
 
 export type OtelVariant = 'api' | 'sdk' | 'sdk-sampled' | 'sdk-metrics' | 'sdk-als';
 export type OtelTier = 'store' | 'l1';
@@ -215,12 +216,7 @@ async function main(): Promise<void> {
       context.disable();
     }
   }
-  process.send!(reply, () => process.disconnect());
+  process.send!({ type: 'result', ...reply }, () => process.disconnect());
 }
 
-main().catch((err: unknown) => {
-  process.exitCode = 1;
-  const error = err instanceof Error ? (err.stack ?? err.message) : String(err);
-  if (process.send) process.send({ error }, () => process.disconnect());
-  else process.stderr.write(`${error}\n`);
-});
+main().catch(failToParent);

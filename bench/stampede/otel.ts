@@ -10,28 +10,15 @@
  * app with telemetry off and an app with it on take turns in short slices; the table shows the
  * medians over the rounds.
  */
-import { fork } from 'node:child_process';
 import { join } from 'node:path';
-import { Column, renderTable } from '../shared/table';
+import { forkTs } from '../shared/child';
+import { Column, median, renderTable } from '../shared/table';
 import type { OtelTier, OtelVariant, OtelWorkerConfig, OtelWorkerReply } from './otel-worker';
-import { PrivateRedis } from './private-redis';
-import type { ScenarioContext } from './resilience';
-import type { BenchReport, Target } from './stampede-bench';
+import { PrivateRedis } from '../shared/private-redis';
+import type { ScenarioContext } from './context';
+import type { Target } from '../shared/targets';
 
-const REGISTER = join(__dirname, '..', '..', 'scripts', 'register-ts.js');
 const WORKER = join(__dirname, 'otel-worker.ts');
-
-/** The variants `--otel` accepts (`none`, the baseline, is measured beside each anyway). */
-export const OTEL_VARIANTS: readonly (OtelVariant | 'none')[] = [
-  'none',
-  'api',
-  'sdk',
-  'sdk-sampled',
-  'sdk-metrics',
-  'sdk-als',
-];
-export const DEFAULT_OTEL_VARIANTS: readonly OtelVariant[] = ['api', 'sdk'];
-export const OTEL_TIERS: readonly OtelTier[] = ['store', 'l1'];
 
 /** Largest throughput loss against telemetry off (issue 15); others are informative. */
 const BUDGET: Partial<Record<OtelVariant, number>> = { api: 0.02, sdk: 0.1 };
@@ -71,28 +58,18 @@ export const OTEL_COLUMNS: Column<OtelRow>[] = [
   { header: 'on', value: (r) => r.on_cpu_us, digits: 2 },
 ];
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-}
-
-function runWorker(cfg: OtelWorkerConfig): Promise<OtelWorkerReply> {
-  return new Promise((resolve, reject) => {
-    const child = fork(WORKER, [], {
-      execArgv: ['-r', REGISTER],
-      env: { ...process.env, OTEL_BENCH: JSON.stringify(cfg) },
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    });
-    let reply: (OtelWorkerReply & { error?: string }) | undefined;
-    child.on('message', (msg: OtelWorkerReply & { error?: string }) => (reply = msg));
-    child.once('error', reject);
-    child.once('exit', (code) => {
-      if (reply?.error) reject(new Error(`otel worker: ${reply.error}`));
-      else if (!reply) reject(new Error(`otel worker exited with ${code}`));
-      else resolve(reply);
-    });
+/** One round in a forked worker: its reply, once it has exited. */
+async function runWorker(cfg: OtelWorkerConfig): Promise<OtelWorkerReply> {
+  const child = forkTs<{ type: 'result' } & OtelWorkerReply>('otel worker', WORKER, {
+    env: { OTEL_BENCH: JSON.stringify(cfg) },
   });
+  try {
+    const reply = await child.waitFor('result', 3_600_000);
+    await child.exited;
+    return reply;
+  } finally {
+    await child.kill();
+  }
 }
 
 export async function otelCost(ctx: ScenarioContext): Promise<OtelRow[]> {
@@ -170,9 +147,9 @@ function perSecond(m: { calls: number; ms: number }): number {
   return (m.calls * 1000) / m.ms;
 }
 
-export function otelTargets(report: BenchReport): Target[] {
+export function otelTargets(rows: OtelRow[]): Target[] {
   const targets: Target[] = [];
-  for (const row of report.otel ?? []) {
+  for (const row of rows) {
     const budget = BUDGET[row.variant];
     if (budget === undefined) continue;
     const loss = 1 - row.ratio;

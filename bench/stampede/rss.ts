@@ -13,9 +13,9 @@
  */
 import { parseArgs } from 'node:util';
 import { renderTable } from '../shared/table';
-import type { PatternName } from './bench-app';
+import type { PatternName } from './patterns';
 import { ForkedInstance } from './instances';
-import { PrivateRedis } from './private-redis';
+import { PrivateRedis } from '../shared/private-redis';
 
 const { values } = parseArgs({
   options: {

@@ -3,17 +3,16 @@
  * parent sends { type: 'round', req } and gets { type: 'round', result }, { type: 'load', job }
  * and gets { type: 'load', result }, or { type: 'exit' }.
  */
-import { BenchApp, BenchConfig } from './bench-app';
-import { RoundRequest, runCliffRound } from './instances';
-import { LoadJob, runLoad } from './load';
-
-type Command =
-  { type: 'round'; req: RoundRequest } | { type: 'load'; job: LoadJob } | { type: 'exit' };
+import { BenchApp } from './bench-app';
+import { BenchConfig } from './patterns';
+import { runCliffRound, WorkerCommand } from './instances';
+import { runLoad } from './load';
+import { failToParent } from '../shared/child';
 
 async function main(): Promise<void> {
   const cfg = JSON.parse(process.env.BENCH_CONFIG!) as BenchConfig;
   const app = await BenchApp.create(cfg);
-  process.on('message', (msg: Command) => {
+  process.on('message', (msg: WorkerCommand) => {
     if (msg.type === 'exit') {
       void app.close().then(() => process.disconnect());
       return;
@@ -30,8 +29,4 @@ async function main(): Promise<void> {
   process.send!({ type: 'ready' });
 }
 
-main().catch((err: unknown) => {
-  process.send?.({ type: 'error', error: String(err) });
-  process.exitCode = 1;
-  process.disconnect?.();
-});
+main().catch(failToParent);

@@ -38,6 +38,7 @@ import {
 import { ChildMessage, ConsumerConfig, ConsumerResult, ParentMessage, Tick } from './protocol';
 import { Recorder } from './recorder';
 import { setupOtel } from './otel-setup';
+import { failToParent } from '../shared/child';
 
 const send = (msg: ChildMessage) => process.send!(msg);
 
@@ -242,8 +243,4 @@ async function main(): Promise<void> {
   send({ type: 'ready' });
 }
 
-main().catch((err: unknown) => {
-  process.send?.({ type: 'error', error: err instanceof Error ? err.stack : String(err) });
-  process.exitCode = 1;
-  process.disconnect?.();
-});
+main().catch(failToParent);

@@ -16,6 +16,7 @@ import {
   ProducerResult,
   Tick,
 } from './protocol';
+import { failToParent } from '../shared/child';
 
 const send = (msg: ChildMessage) => process.send!(msg);
 
@@ -90,8 +91,4 @@ async function main(): Promise<void> {
   send({ type: 'ready' });
 }
 
-main().catch((err: unknown) => {
-  process.send?.({ type: 'error', error: err instanceof Error ? err.stack : String(err) });
-  process.exitCode = 1;
-  process.disconnect?.();
-});
+main().catch(failToParent);

@@ -11,12 +11,11 @@
  * they moved, against the steady delay of the run's first 20 % (the reference). It also checks that every message was handled and each
  * key's first handlings came in order.
  *
- *   --lease 2000 (leaseMs)  --redis-url <url> (default: a throwaway redis-server)  --json <file>
+ * --help lists the options.
  */
-import { ChildProcess, fork } from 'node:child_process';
+import { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { firstValueFrom } from 'rxjs';
 import {
@@ -24,9 +23,11 @@ import {
   partitionOf,
   partitionStreams,
 } from '@nest-redis-resilience/stream-batch-ack';
+import { cliOptions } from '../shared/args';
+import { forkTsProcess } from '../shared/child';
 import { collectEnvInfo, formatEnvInfo, gitRevision } from '../shared/env-info';
 import { quantile, renderTable } from '../shared/table';
-import { startOwnRedis } from './redis-server';
+import { PrivateRedis } from '../shared/private-redis';
 import type {
   HandledRow,
   KeyedTick,
@@ -34,7 +35,29 @@ import type {
   RebalanceConsumerConfig,
 } from './rebalance-consumer';
 
-const REGISTER = join(__dirname, '..', '..', 'scripts', 'register-ts.js');
+const HELP = `Ordered partitions (ordering: 'key') while consumers come and go: one consumer is killed at 20 %
+of the run, a new one joins at 40 %, another leaves at 75 %; the table gives the time until every
+moved partition had its new owner and the delay of the messages sent to them meanwhile.`;
+
+const SPEC = {
+  consumers: {
+    type: 'number',
+    min: 3,
+    default: 3,
+    help: 'forked consumers in the group (one is killed, one leaves)',
+  },
+  partitions: { type: 'number', default: 6, help: 'partitions of the stream' },
+  rate: { type: 'number', default: 2000, help: 'messages per second' },
+  keys: { type: 'number', default: 100, help: 'ordering keys' },
+  seconds: { type: 'number', default: 20, help: 'length of the run' },
+  lease: { type: 'number', default: 2000, help: 'leaseMs of the partitions' },
+  'redis-url': {
+    type: 'string',
+    placeholder: '<url>',
+    help: 'use this Redis (default: a throwaway redis-server)',
+  },
+  json: { type: 'string', placeholder: '<file>', help: 'also write every number as JSON' },
+} as const;
 
 interface Member {
   name: string;
@@ -54,27 +77,14 @@ interface Move {
 }
 
 export async function runRebalanceBench(argv: string[]): Promise<unknown> {
-  const { values: o } = parseArgs({
-    args: argv.filter((a) => a !== '--rebalance'),
-    options: {
-      consumers: { type: 'string', default: '3' },
-      partitions: { type: 'string', default: '6' },
-      rate: { type: 'string', default: '2000' },
-      keys: { type: 'string', default: '100' },
-      seconds: { type: 'string', default: '20' },
-      lease: { type: 'string', default: '2000' },
-      'redis-url': { type: 'string' },
-      json: { type: 'string' },
-    },
-  });
-  const n = Number(o.consumers);
-  const partitions = Number(o.partitions);
-  const rate = Number(o.rate);
-  const keys = Number(o.keys);
-  const seconds = Number(o.seconds);
-  const leaseMs = Number(o.lease);
-  if (n < 3) throw new Error('--consumers must be at least 3 (one is killed, one leaves)');
-  const own = o['redis-url'] ? undefined : await startOwnRedis();
+  const o = cliOptions(
+    'npm run bench:ticks -- --rebalance',
+    HELP,
+    SPEC,
+    argv.filter((a) => a !== '--rebalance'),
+  );
+  const { consumers: n, partitions, rate, keys, seconds, lease: leaseMs } = o;
+  const own = o['redis-url'] ? undefined : await PrivateRedis.start();
   const redisUrl = o['redis-url'] ?? own!.url;
   const redis = new Redis(redisUrl);
   const stream = `bench:rebalance:${process.pid}`;
@@ -91,10 +101,9 @@ export async function runRebalanceBench(argv: string[]): Promise<unknown> {
       partitions,
       leaseMs,
     };
-    const proc = fork(join(__dirname, 'rebalance-consumer.ts'), [], {
-      execArgv: ['-r', REGISTER],
-      env: { ...process.env, BENCH_REBALANCE_CONSUMER: JSON.stringify(cfg) },
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    // The partition events stream in: read off the process, not waited for one by one.
+    const proc = forkTsProcess(join(__dirname, 'rebalance-consumer.ts'), {
+      env: { BENCH_REBALANCE_CONSUMER: JSON.stringify(cfg) },
     });
     let closed!: () => void;
     const member: Member = {

@@ -4,9 +4,10 @@ import { join } from 'node:path';
 import { Cluster } from 'ioredis';
 import { partitionStreams } from '@nest-redis-resilience/stream-batch-ack';
 import { LocalCluster, startLocalCluster } from '../../scripts/lib/local-cluster';
-import { freePort } from '../support/throwaway-redis';
+import { freePort } from '../../support/throwaway-redis';
 import { waitFor } from '../support/wait';
-import { AppProcess, candleTotals, firstPrices, runCollector, writeTicks } from './support';
+import { AppProcess } from '../../support/app-process';
+import { candleTotals, firstPrices, runCollector, writeTicks } from './support';
 
 /*
  * `npm run demo:cluster` as a test, on a throwaway Redis Cluster of 3 masters

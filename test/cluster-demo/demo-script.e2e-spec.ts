@@ -1,7 +1,7 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePort, ping } from '../support/throwaway-redis';
+import { freePort, ping } from '../../support/throwaway-redis';
 import { waitFor } from '../support/wait';
 
 const root = join(__dirname, '..', '..');

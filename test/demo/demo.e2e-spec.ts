@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { REDIS_URL } from '../support/redis';
-import { freePort } from '../support/throwaway-redis';
+import { freePort } from '../../support/throwaway-redis';
 import { waitFor } from '../support/wait';
 
 const root = join(__dirname, '..', '..');

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
-import { freePort, redisServerBin, waitForRedis } from './throwaway-redis';
+import { freePort, redisServerBin, waitForRedis } from '../../support/throwaway-redis';
 
 const run = promisify(execFile);
 

@@ -1,6 +1,6 @@
 import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import request from 'supertest';
-import { ThrowawayRedis } from '../../../test/support/throwaway-redis';
+import { ThrowawayRedis } from '../../../support/throwaway-redis';
 import { repositoryOf, runId, startApp, tempSqlite, waitFor } from './support/env';
 
 /**

@@ -5,7 +5,7 @@ import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Redis } from 'ioredis';
 import type { Page, Response } from 'playwright-core';
 import { launchBrowser, screenshotPath, TestBrowser } from '../../../test/support/browser';
-import { freePort } from '../../../test/support/throwaway-redis';
+import { freePort } from '../../../support/throwaway-redis';
 import { urlHash } from '../src/codes/code-strategy';
 import {
   closeAndDrop,

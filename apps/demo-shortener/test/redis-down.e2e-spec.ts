@@ -10,7 +10,7 @@ import {
   urlKeyOf,
   waitFor,
 } from './support/env';
-import { ThrowawayRedis } from '../../../test/support/throwaway-redis';
+import { ThrowawayRedis } from '../../../support/throwaway-redis';
 
 /**
  * Redis dies (SIGKILL of a redis-server this test started): redirects keep working from the

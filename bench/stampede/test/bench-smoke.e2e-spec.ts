@@ -9,8 +9,10 @@ import { Redis } from 'ioredis';
 import { renderTable } from '../../shared/table';
 import { CpuBurn } from '../cpu-burn';
 import { parseArgs } from '../main';
-import { BenchReport, CLIFF_COLUMNS, runStampedeBench, scenariosOf } from '../stampede-bench';
-import { idealLoadsPerRequest, parseVariant } from '../tiers';
+import { CLIFF_COLUMNS } from '../cliff';
+import { idealLoadsPerRequest } from '../l1-hotset';
+import { parseVariant, scenariosOf } from '../options';
+import { BenchReport, runStampedeBench } from '../stampede-bench';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const ROUNDS = 1;

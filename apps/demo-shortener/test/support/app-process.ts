@@ -1,6 +1,6 @@
 import { ChildProcess, fork } from 'node:child_process';
 import { join } from 'node:path';
-import { freePort } from '../../../../test/support/throwaway-redis';
+import { freePort } from '../../../../support/throwaway-redis';
 
 const ROOT = join(__dirname, '..', '..', '..', '..');
 const REGISTER = join(ROOT, 'scripts', 'register-ts.js');

@@ -11,7 +11,7 @@ import { REDIS_URL } from '../../../../test/support/redis';
 
 export { REDIS_URL };
 export { deleteKeys } from '../../../../test/support/redis';
-export { freePort } from '../../../../test/support/throwaway-redis';
+export { freePort } from '../../../../support/throwaway-redis';
 export { sleep, waitFor } from '../../../../test/support/wait';
 
 export const FIXTURE = join(__dirname, '..', 'fixtures', 'ticks.jsonl');

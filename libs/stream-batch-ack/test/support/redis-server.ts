@@ -1,6 +1,6 @@
-import { ThrowawayRedis } from '../../../../test/support/throwaway-redis';
+import { ThrowawayRedis } from '../../../../support/throwaway-redis';
 
-export { freePort, ping, redisServerBin } from '../../../../test/support/throwaway-redis';
+export { freePort, ping, redisServerBin } from '../../../../support/throwaway-redis';
 
 /** A throwaway redis-server (no persistence) on a free loopback port, owned by one test file. */
 export interface DedicatedRedis {

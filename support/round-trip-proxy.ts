@@ -2,8 +2,9 @@ import { createServer, connect, Server, Socket } from 'node:net';
 
 /**
  * A TCP proxy in front of a Redis server that counts round trips: a turn starts when a
- * connection sends after its last reply (or first), so pipelined commands count once. Tests use
- * it to check how many times a caller waits on the network, which INFO commandstats cannot tell.
+ * connection sends after its last reply (or first), so pipelined commands count once. Tests and
+ * benchmarks use it to see how many times a caller waits on the network, which INFO commandstats
+ * cannot tell.
  */
 export class RoundTripProxy {
   /** Round trips since start (or the last reset), over every connection through the proxy. */

@@ -1,6 +1,6 @@
 /*
  * Redis servers that a test (or a benchmark) owns: started on a free loopback port, with no
- * persistence, and killed at will. Shared by every test folder of the repository.
+ * persistence, and killed at will. Shared by the tests and the benchmarks.
  */
 import { spawn, ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -61,7 +61,17 @@ export class ThrowawayRedis {
         stdio: 'ignore',
       },
     );
-    await waitForRedis(this.port);
+    // A missing binary is an 'error' event, not an exit: say so instead of waiting for a PING.
+    const notStarted = new Promise<never>((_, reject) =>
+      this.child!.once('error', (err) =>
+        reject(
+          new Error(
+            `${bin} could not start (${err.message}): install redis-server or set REDIS_SERVER_BIN`,
+          ),
+        ),
+      ),
+    );
+    await Promise.race([waitForRedis(this.port), notStarted]);
   }
 
   /** SIGKILL, as a crash would. */

@@ -1,0 +1,65 @@
+import { helpText, parseOptions, UsageError } from './args';
+
+const SPEC = {
+  rate: { type: 'number', default: 100, help: 'messages per second' },
+  warmup: { type: 'number', min: 0, default: 2, help: 'seconds of warm-up' },
+  limit: { type: 'number', help: 'optional cap' },
+  modes: { type: 'list', choices: ['fixed', 'drain'], default: ['drain'], help: 'modes' },
+  json: { type: 'string', placeholder: '<file>', help: 'JSON output' },
+  keep: { type: 'boolean', help: 'keep the keys' },
+} as const;
+
+describe('parseOptions', () => {
+  it('gives the defaults when no flag is passed', () => {
+    expect(parseOptions(SPEC, [])).toEqual({
+      help: false,
+      rate: 100,
+      warmup: 2,
+      limit: undefined,
+      modes: ['drain'],
+      json: undefined,
+      keep: false,
+    });
+  });
+
+  it('reads numbers, lists, strings and booleans, with `--flag value` and `--flag=value`', () => {
+    const v = parseOptions(SPEC, [
+      '--rate=250',
+      '--modes',
+      'fixed,drain',
+      '--json',
+      'out.json',
+      '--keep',
+    ]);
+    expect(v).toMatchObject({ rate: 250, modes: ['fixed', 'drain'], json: 'out.json', keep: true });
+  });
+
+  it('accepts 0 only where the spec allows it', () => {
+    expect(parseOptions(SPEC, ['--warmup', '0']).warmup).toBe(0);
+    expect(() => parseOptions(SPEC, ['--rate', '0'])).toThrow(/--rate needs a number > 0/);
+    expect(() => parseOptions(SPEC, ['--rate', 'fast'])).toThrow(UsageError);
+  });
+
+  it('rejects unknown flags and values outside the choices', () => {
+    expect(() => parseOptions(SPEC, ['--nope'])).toThrow(UsageError);
+    expect(() => parseOptions(SPEC, ['--modes', 'fixed,max'])).toThrow(
+      /one or more of fixed,drain/,
+    );
+    expect(() => parseOptions(SPEC, ['--json'])).toThrow(UsageError);
+  });
+
+  it('sees --help', () => {
+    expect(parseOptions(SPEC, ['--help']).help).toBe(true);
+  });
+});
+
+describe('helpText', () => {
+  it('lists every flag with its help, choices and default', () => {
+    const text = helpText('npm run bench:x', 'What it does.', SPEC);
+    expect(text).toContain('usage: npm run bench:x [options]');
+    expect(text).toContain('--rate <number>\n      messages per second (default 100)');
+    expect(text).toContain('--modes <a,b,...>\n      modes [fixed, drain] (default drain)');
+    expect(text).toContain('--json <file>');
+    expect(text).toMatch(/--keep\n {6}keep the keys/);
+  });
+});

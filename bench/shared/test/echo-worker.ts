@@ -1,0 +1,18 @@
+/*
+ * A worker for child.e2e-spec.ts: does what CHILD_MODE says.
+ *   echo   sends { ready }, then answers each { ping, n } with { pong, n }
+ *   error  reports an error to the parent
+ *   crash  exits with code 3 without a word
+ */
+import { failToParent, toParent } from '../child';
+
+const mode = process.env.CHILD_MODE;
+if (mode === 'error') failToParent(new Error('the loader broke'));
+else if (mode === 'crash') process.exit(3);
+else {
+  process.on('message', (msg: { type: string; n?: number }) => {
+    if (msg.type === 'ping') toParent({ type: 'pong', n: msg.n } as { type: string });
+    if (msg.type === 'stop') process.disconnect();
+  });
+  toParent({ type: 'ready' });
+}

@@ -1,0 +1,296 @@
+/*
+ * One measured row of bench:ticks, how rows relate (% of raw, CPU vs plain, medians of runs), and
+ * the columns of the tables that show them.
+ */
+import { Column, median } from '../shared/table';
+import type { TicksBenchOptions } from './options';
+import { Mode, OtelMode, PLAIN_OF, Variant } from './protocol';
+
+export interface Row {
+  mode: Mode;
+  variant: Variant;
+  /** The consumer's OpenTelemetry setup (--otel); undefined: as installed, no SDK. */
+  otel?: OtelMode;
+  /** The run number, or 'median' for the median of the runs of one mode and variant. */
+  run: number | 'median';
+  /** Measured messages (each handled once). */
+  messages: number;
+  /** Every message written, warm-up included: the command counts are per these. */
+  sent: number;
+  /** Consumer throughput: messages handled / (last handled - first handled). */
+  msgsPerSec: number;
+  producerMsgsPerSec: number;
+  /** drain and max modes: msgsPerSec / the raw row's msgsPerSec of the same run. */
+  ofRaw?: number;
+  /** Idempotent variants: cpuMsPer100k / their plain variant's (PLAIN_OF) of the same mode and run. */
+  cpuVsPlain?: number;
+  /**
+   * drain: CPU time of the redis-server process (INFO CPU, user + system) from the consumer's
+   * start to its stop, per message sent: µs per message = s per 1M. Undefined in the other modes
+   * (the producer writes meanwhile) and with --redis-url.
+   */
+  redisCpuUsPerMsg?: number;
+  /** drain: redisCpuUsPerMsg / the raw row's of the same run. */
+  redisCpuVsRaw?: number;
+  p50: number;
+  p99: number;
+  max: number;
+  xackPer1000: number;
+  /** EVALSHA + EVAL per 1000 messages (the idempotency scripts). */
+  scriptsPer1000: number;
+  cmdsPerMsg: number;
+  consumerCmdsPerMsg: number;
+  /** Time Redis spent executing the consumer's commands (commandstats usec, XADD excluded), per 100k messages. */
+  redisMsPer100k: number;
+  /** Calls per command during the run. */
+  commands: Record<string, number>;
+  /** Time Redis spent executing each command during the run (commandstats usec), µs. */
+  commandUsec: Record<string, number>;
+  peakRssMb: number;
+  /** Consumer user + system CPU per 100,000 messages, ms. */
+  cpuMsPer100k: number;
+  /** Transport variants: entries per handler call (batch handlers: server.metrics() delivered / batches). */
+  avgBatch?: number;
+  loopDelayP99: number;
+  loopDelayMax: number;
+  pendingAfter: number;
+  missing: number;
+  duplicates: number;
+  /** Transport: entries failed, or skipped as duplicates or in progress (none expected here). */
+  failedOrSkipped: number;
+  complete: boolean;
+  /**
+   * CPU used by processes outside the benchmark while the row ran (drain: from the consumer's
+   * start; fixed, max: from the producer's start; to the last message), % of one core.
+   */
+  otherCpuPct?: number;
+  /** --cpu-prof: the profile of the measured window. */
+  profile?: string;
+}
+
+export const LABEL: Record<Variant, string> = {
+  'per-message': 'transport, per-message ack (batchSize 1)',
+  batch: 'transport, per-message handler, batch ack',
+  'batch-idem-redis': 'per-message handler + idempotency (L1 + Redis L2)',
+  'batch-handler': 'transport, batch handler',
+  'idem-memory': 'batch handler + idempotency (memory L1)',
+  'idem-redis': 'batch handler + idempotency (L1 + Redis L2)',
+  raw: 'raw ioredis loop (ceiling)',
+  'raw-idem': 'raw loop + IdempotencyStore (L1 + L2)',
+};
+
+export function modeLabel(mode: Mode, o: TicksBenchOptions): string {
+  if (mode === 'fixed') return `fixed ${o.rate}/s`;
+  return `${mode} ${o.messages}`;
+}
+
+export function isOk(r: Row): boolean {
+  return (
+    r.complete &&
+    r.missing === 0 &&
+    r.duplicates === 0 &&
+    r.pendingAfter === 0 &&
+    r.failedOrSkipped === 0
+  );
+}
+
+export function columns(o: TicksBenchOptions): Column<Row>[] {
+  return [
+    { header: 'mode', value: (r) => modeLabel(r.mode, o) },
+    {
+      header: 'consumer',
+      value: (r) =>
+        (r.variant === 'batch'
+          ? `${LABEL.batch} (${o.batchSize}/${o.intervalMs} ms)`
+          : LABEL[r.variant]) + (r.otel ? `, otel ${r.otel}` : ''),
+    },
+    { header: 'run', value: (r) => String(r.run) },
+    { header: 'msgs/s', value: (r) => Math.round(r.msgsPerSec) },
+    {
+      header: '% of raw',
+      value: (r) => (r.ofRaw === undefined ? null : `${(r.ofRaw * 100).toFixed(0)} %`),
+    },
+    { header: 'p50 ms', value: (r) => r.p50, digits: 2 },
+    { header: 'p99 ms', value: (r) => r.p99, digits: 2 },
+    { header: 'max ms', value: (r) => r.max, digits: 1 },
+    { header: 'XACK/1k', value: (r) => r.xackPer1000, digits: 2 },
+    { header: 'Lua/1k', value: (r) => r.scriptsPer1000, digits: 2 },
+    { header: 'consumer cmds/msg', value: (r) => r.consumerCmdsPerMsg, digits: 3 },
+    { header: 'CPU ms/100k', value: (r) => r.cpuMsPer100k, digits: 0 },
+    {
+      header: 'CPU vs plain',
+      value: (r) => (r.cpuVsPlain === undefined ? null : `${r.cpuVsPlain.toFixed(2)}x`),
+    },
+    { header: 'Redis ms/100k', value: (r) => r.redisMsPer100k, digits: 0 },
+    { header: 'Redis CPU s/1M', value: (r) => r.redisCpuUsPerMsg ?? null, digits: 2 },
+    {
+      header: 'Redis CPU vs raw',
+      value: (r) => (r.redisCpuVsRaw === undefined ? null : `${r.redisCpuVsRaw.toFixed(2)}x`),
+    },
+    { header: 'avg batch', value: (r) => r.avgBatch ?? null, digits: 0 },
+    { header: 'peak RSS MB', value: (r) => r.peakRssMb, digits: 0 },
+    {
+      header: 'loop delay p99/max ms',
+      value: (r) => `${r.loopDelayP99.toFixed(0)} / ${r.loopDelayMax.toFixed(0)}`,
+    },
+    {
+      header: "others' CPU",
+      value: (r) => (r.otherCpuPct === undefined ? null : `${r.otherCpuPct.toFixed(0)} %`),
+    },
+    {
+      header: 'check',
+      value: (r) =>
+        isOk(r)
+          ? 'ok'
+          : `missing ${r.missing}, dup ${r.duplicates}, pending ${r.pendingAfter}, failed/skipped ${r.failedOrSkipped}${r.complete ? '' : ', timed out'}`,
+    },
+  ];
+}
+
+/** Counts that should be 0 in every run: a median row shows their worst run. */
+const WORST_OF_RUNS = new Set(['pendingAfter', 'missing', 'duplicates', 'failedOrSkipped']);
+
+/**
+ * Per mode, variant and OpenTelemetry setup with several runs: a row of the medians of its runs
+ * (per command for the command counts), complete when every run was.
+ */
+export function medianRows(rows: Row[]): Row[] {
+  const groups = new Map<string, Row[]>();
+  for (const r of rows) {
+    const key = `${r.mode}\u0000${r.variant}\u0000${r.otel ?? ''}`;
+    groups.set(key, [...(groups.get(key) ?? []), r]);
+  }
+  const medianOf = (values: unknown[], key: string): unknown => {
+    const numbers = values.filter((x): x is number => typeof x === 'number');
+    if (numbers.length > 0) return WORST_OF_RUNS.has(key) ? Math.max(...numbers) : median(numbers);
+    const maps = values as Record<string, number>[];
+    const names = [...new Set(maps.flatMap((x) => Object.keys(x)))];
+    return Object.fromEntries(names.map((k) => [k, median(maps.map((x) => x[k] ?? 0))]));
+  };
+  return [...groups.values()]
+    .filter((group) => group.length > 1)
+    .map((group) => {
+      const row: Record<string, unknown> = { ...group[0] };
+      const keys = new Set(group.flatMap((r) => Object.keys(r)));
+      for (const key of keys) {
+        const values = group.map((r) => (r as unknown as Record<string, unknown>)[key]);
+        if (values.some((x) => typeof x === 'number' || (typeof x === 'object' && x !== null)))
+          row[key] = medianOf(
+            values.filter((x) => x !== undefined),
+            key,
+          );
+      }
+      return {
+        ...(row as unknown as Row),
+        run: 'median',
+        complete: group.every((r) => r.complete),
+        profile: undefined,
+      };
+    });
+}
+
+/** Fills in "% of raw" (drain, max) and "CPU vs plain" (idempotent variants) from the rows of the same run. */
+export function relate(runRows: Row[]): void {
+  const raw = runRows.find((r) => r.variant === 'raw');
+  for (const r of runRows) {
+    if (r.mode !== 'fixed' && raw) r.ofRaw = r.msgsPerSec / raw.msgsPerSec;
+    if (raw?.redisCpuUsPerMsg && r.redisCpuUsPerMsg !== undefined)
+      r.redisCpuVsRaw = r.redisCpuUsPerMsg / raw.redisCpuUsPerMsg;
+    const plain = runRows.find(
+      (p) =>
+        p.variant === PLAIN_OF[r.variant] && (p.otel === r.otel || p.variant.startsWith('raw')),
+    );
+    if (plain) r.cpuVsPlain = r.cpuMsPer100k / plain.cpuMsPer100k;
+  }
+}
+
+export const LEGEND = [
+  'msgs/s: consumer throughput (handled / time from first to last handled message). % of raw',
+  "(drain, max): msgs/s / the raw loop's of the same run. e2e latency: handler time minus the",
+  "producer's send time (performance.timeOrigin + performance.now() on both sides). XACK/1k, Lua/1k",
+  '(EVALSHA + EVAL: the idempotency scripts) and consumer cmds/msg (every command but XADD): from',
+  'INFO commandstats, over every message sent (warm-up included). CPU ms/100k: consumer user + system',
+  'CPU per 100,000 measured messages. CPU vs plain: this row / the batch handler row of the same run',
+  "(raw-idem: / the raw row). Redis ms/100k: time Redis spent executing the consumer's commands",
+  '(commandstats usec, XADD excluded). Redis CPU s/1M (drain): CPU time of the redis-server process',
+  "(INFO CPU, user + system) from the consumer's start to its stop, per 1M messages; vs raw: / the",
+  "raw row's of the same run. avg batch: entries per handler call (server.metrics()).",
+  "others' CPU: CPU used by processes outside the benchmark during the row (100 % = one core of 2):",
+  'above a few % the row shared the machine and its throughput and tails are not this code alone.',
+  'check: every message handled exactly once, none pending, none failed or skipped.',
+  'Rows "median": the median of each column over the runs.',
+];
+
+const per100k = (r: Row, cmds: string[]) => {
+  const usec = cmds.reduce((a, c) => a + (r.commandUsec[c] ?? 0), 0);
+  return r.sent > 0 ? (usec / 1000 / r.sent) * 100_000 : NaN;
+};
+
+/** Where Redis spent its time on each row: the stream commands, the idempotency scripts. */
+export const REDIS_COLUMNS: Column<Row>[] = [
+  { header: 'mode', value: (r) => r.mode },
+  { header: 'consumer', value: (r) => r.variant },
+  { header: 'run', value: (r) => String(r.run) },
+  { header: 'XREADGROUP', value: (r) => per100k(r, ['xreadgroup']), digits: 0 },
+  { header: 'XACK', value: (r) => per100k(r, ['xack']), digits: 0 },
+  { header: 'EVALSHA/EVAL', value: (r) => per100k(r, ['evalsha', 'eval']), digits: 0 },
+  {
+    header: 'µs per script call',
+    value: (r) => {
+      const calls = (r.commands.evalsha ?? 0) + (r.commands.eval ?? 0);
+      const usec = (r.commandUsec.evalsha ?? 0) + (r.commandUsec.eval ?? 0);
+      return calls > 0 ? usec / calls : null;
+    },
+    digits: 0,
+  },
+  { header: 'all but XADD', value: (r) => r.redisMsPer100k, digits: 0 },
+  {
+    header: 'Redis busy on them while measured',
+    value: (r) => `${(((r.redisMsPer100k / 100_000) * r.msgsPerSec) / 10).toFixed(0)} %`,
+  },
+];
+
+export interface OtelCostRow {
+  row: Row;
+  /** msgs/s and CPU of this row / the `none` row of the same mode, variant and run. */
+  throughput?: number;
+  cpu?: number;
+}
+
+/** Per mode, library variant and run (or median): every --otel row against its `none` row. */
+export function otelCostRows(rows: Row[], medians: Row[]): OtelCostRow[] {
+  const all = [...rows, ...medians].filter((r) => r.otel !== undefined);
+  return all.map((row) => {
+    const base = all.find(
+      (b) =>
+        b.otel === 'none' && b.mode === row.mode && b.variant === row.variant && b.run === row.run,
+    );
+    return base
+      ? {
+          row,
+          throughput: row.msgsPerSec / base.msgsPerSec,
+          cpu: row.cpuMsPer100k / base.cpuMsPer100k,
+        }
+      : { row };
+  });
+}
+
+const pct = (x: number | undefined) =>
+  x === undefined ? null : `${x >= 1 ? '+' : ''}${((x - 1) * 100).toFixed(1)} %`;
+
+export const OTEL_COLUMNS: Column<OtelCostRow>[] = [
+  { header: 'mode', value: (c) => c.row.mode },
+  { header: 'consumer', value: (c) => LABEL[c.row.variant] },
+  { header: 'otel', value: (c) => c.row.otel ?? '' },
+  { header: 'run', value: (c) => String(c.row.run) },
+  { header: 'msgs/s', value: (c) => Math.round(c.row.msgsPerSec) },
+  { header: 'msgs/s vs none', value: (c) => pct(c.throughput) },
+  { header: 'CPU ms/100k', value: (c) => c.row.cpuMsPer100k, digits: 0 },
+  { header: 'CPU vs none', value: (c) => pct(c.cpu) },
+  { header: 'check', value: (c) => (isOk(c.row) ? 'ok' : 'NOT ok') },
+];
+
+export const OTEL_LEGEND =
+  'otel: none = @opentelemetry/api not resolvable in the consumer; api = the API without an SDK; ' +
+  'sdk-metrics = MeterProvider + Prometheus exporter only; sdk = MeterProvider + Prometheus exporter (one collection at the end) + tracer provider, batch span processor, ' +
+  'no-op exporter. Targets: api >= -2 % msgs/s, sdk >= -10 % msgs/s vs none (medians with --repeat).';
