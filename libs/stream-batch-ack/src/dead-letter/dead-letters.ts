@@ -2,7 +2,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { describeError, StreamBatchAckError } from '../core/errors';
 import { toRecord } from '../redis/group-info';
 import { defaultDeadLetterStream, keySlot } from '../redis/keys';
-import { LuaScript, registerScripts } from '../redis/lua-script';
+import { LuaScript, registerScripts } from '@nest-redis-resilience/common';
 import {
   DeadLetter,
   isStreamId,

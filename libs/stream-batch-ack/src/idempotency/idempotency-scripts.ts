@@ -1,4 +1,4 @@
-import type { LuaScript } from '../redis/lua-script';
+import type { LuaScript } from '@nest-redis-resilience/common';
 
 /**
  * idem-begin-1: check-and-mark a batch of keys in one call.

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import { DoneIds } from '../core/done-ids';
-import { LruCache } from '../core/lru-cache';
+import { LruCache, registerScripts } from '@nest-redis-resilience/common';
 import { keySlot } from '../redis/keys';
-import { registerScripts } from '../redis/lua-script';
 import { bySlice, compareIds, doneMaxKey, doneSetKey } from './done-sets';
 import { IDEMPOTENCY_SCRIPTS, IdempotencyScripts } from './idempotency-scripts';
 
@@ -73,7 +72,9 @@ export class IdempotencyStore {
     this.l1 = new LruCache<string>({ maxSize: options.maxSize ?? 100_000, ttlMs: this.ttlMs });
     this.doneIds = new DoneIds({ maxSize: options.maxSize ?? 100_000, order: compareIds });
     const redis = options.redis ?? null;
-    this.redis = redis ? registerScripts<IdempotencyScripts>(redis, IDEMPOTENCY_SCRIPTS) : null;
+    this.redis = redis
+      ? registerScripts<IdempotencyScripts, Redis | Cluster>(redis, IDEMPOTENCY_SCRIPTS)
+      : null;
     this.cluster = !!redis && (redis as { isCluster?: boolean }).isCluster === true;
   }
 

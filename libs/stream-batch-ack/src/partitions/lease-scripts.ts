@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
-import { LuaScript, registerScripts } from '../redis/lua-script';
+import { LuaScript, registerScripts } from '@nest-redis-resilience/common';
 
 /**
  * member-1: records this consumer as a live member of the group on a partitioned stream (or

@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
-import { LuaScript, registerScripts } from './lua-script';
+import { LuaScript, registerScripts } from '@nest-redis-resilience/common';
 
 /**
  * dead-letter-2: moves one entry to the dead-letter stream and acknowledges it, atomically.

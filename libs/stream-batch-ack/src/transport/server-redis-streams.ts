@@ -15,7 +15,7 @@ import {
   StreamBatchAckConfigError,
   StreamBatchAckError,
 } from '../core/errors';
-import { LruCache } from '../core/lru-cache';
+import { LruCache } from '@nest-redis-resilience/common';
 import type { IdempotentOptions } from '../idempotency/idempotency.options';
 import { IdempotencyStore } from '../idempotency/idempotency.store';
 import { PartitionLayout, StreamPartition } from '../partitions/partition-layout';

@@ -1,5 +1,3 @@
-import type { Cluster, Redis } from 'ioredis';
-
 /**
  * A Lua script to register on an ioredis client under `name` (EVALSHA with a fallback to EVAL,
  * via `defineCommand`). Without `numberOfKeys` the caller passes the number of keys as the first
@@ -11,11 +9,16 @@ export interface LuaScript {
   readonly lua: string;
 }
 
+/** What registerScripts needs of a client: ioredis' `Redis` and `Cluster` both have it. */
+export interface ScriptHost {
+  defineCommand(name: string, definition: { lua: string; numberOfKeys?: number }): void;
+}
+
 /**
  * Defines `scripts` as commands of `client`, skipping those it already has (a client shared by
  * several stores, or registered twice), and returns the client typed with the commands `T`.
  */
-export function registerScripts<T extends object, C extends Redis | Cluster = Redis | Cluster>(
+export function registerScripts<T extends object, C extends ScriptHost = ScriptHost>(
   client: C,
   scripts: readonly LuaScript[],
 ): C & T {
