@@ -2,6 +2,7 @@
 const moduleNameMapper = {
   // The packages' names point at their sources: no build step before the tests.
   '^@nest-redis-resilience/(stampede|stream-batch-ack)(|/health)$': '<rootDir>/libs/$1/src$2',
+  '^@nest-redis-resilience/common$': '<rootDir>/libs/common/src',
 };
 const transform = {
   '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.json' }],

@@ -21,7 +21,7 @@ require.extensions['.ts'] = (module, filename) => {
   module._compile(outputText, filename);
 };
 
-const alias = /^@nest-redis-resilience\/(stampede|stream-batch-ack)(\/health)?$/;
+const alias = /^@nest-redis-resilience\/(common|stampede|stream-batch-ack)(\/health)?$/;
 const resolve = Module._resolveFilename;
 Module._resolveFilename = function (request, ...rest) {
   const match = alias.exec(request);

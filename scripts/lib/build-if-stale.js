@@ -33,8 +33,8 @@ function buildIfStale(say) {
   built.push(
     ...['stampede', 'stream-batch-ack'].map((p) => path.join(root, 'libs', p, 'dist', 'index.js')),
   );
-  const sources = ['apps', 'libs/stampede/src', 'libs/stream-batch-ack/src'].map((d) =>
-    newestSource(path.join(root, d)),
+  const sources = ['apps', 'libs/common/src', 'libs/stampede/src', 'libs/stream-batch-ack/src'].map(
+    (d) => newestSource(path.join(root, d)),
   );
   const stale = built.some((f) => !existsSync(f) || statSync(f).mtimeMs < Math.max(...sources));
   if (!stale) return true;

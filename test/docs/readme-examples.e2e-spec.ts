@@ -61,7 +61,10 @@ function concatenate(blocks: Block[]): { text: string; readmeLineOf: (line: numb
   return { text: parts.join('\n'), readmeLineOf: (line) => origin[line - 1] ?? 0 };
 }
 
-const paths: Record<string, string[]> = {};
+// The libraries' sources import the code they share by its package name.
+const paths: Record<string, string[]> = {
+  '@nest-redis-resilience/common': [join(root, 'libs', 'common', 'src')],
+};
 for (const pkg of PACKAGES) {
   paths[`@nest-redis-resilience/${pkg}`] = [join(root, 'libs', pkg, 'src')];
   paths[`@nest-redis-resilience/${pkg}/health`] = [join(root, 'libs', pkg, 'src', 'health')];

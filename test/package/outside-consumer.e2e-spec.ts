@@ -1,9 +1,9 @@
 /*
- * The two libraries as an app outside the repository gets them: `npm pack` (prepack builds dist/),
- * fresh apps in a temp directory that install the tarballs and public registry packages only (no
- * workspace link, no path mapping, no --legacy-peer-deps), compiled by their own tsc in strict
- * mode and run with node against the real Redis, on NestJS 11 and 12, as ES modules and as
- * CommonJS, on Node 20 (or 22) and on Node 24:
+ * The packages (the two libraries, and the common code that both depend on) as an app outside the
+ * repository gets them: `npm pack` (prepack builds dist/), fresh apps in a temp directory that
+ * install the tarballs and public registry packages only (no workspace link, no path mapping, no
+ * --legacy-peer-deps), compiled by their own tsc in strict mode and run with node against the real
+ * Redis, on NestJS 11 and 12, as ES modules and as CommonJS, on Node 20 (or 22) and on Node 24:
  *
  * | app | NestJS | module kind | tsconfig          | TypeScript | peers                                    | runs on | jest spec |
  * |-----|--------|-------------|-------------------|------------|------------------------------------------|---------|-----------|
@@ -35,7 +35,9 @@ const GROUP = 'outside-consumer';
 /** The files a tarball may hold besides dist/, and must hold. */
 const TOP_LEVEL_FILES = ['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md'];
 
+/** common first: the other two depend on it (and build it before themselves). */
 const PACKAGES = [
+  { name: '@nest-redis-resilience/common', dir: 'libs/common' },
   { name: '@nest-redis-resilience/stampede', dir: 'libs/stampede' },
   { name: '@nest-redis-resilience/stream-batch-ack', dir: 'libs/stream-batch-ack' },
 ] as const;
@@ -48,6 +50,7 @@ interface PackageJson {
   types?: string;
   exports?: Record<string, string | Record<string, string>>;
   typesVersions?: Record<string, Record<string, string[]>>;
+  dependencies?: Record<string, string>;
   peerDependencies?: Record<string, string>;
 }
 
@@ -533,11 +536,8 @@ describe('the packed packages in NestJS 11 and 12 apps outside the repository', 
     if (isInside(root, work)) throw new Error(`${work} is inside the repository: set TMPDIR`);
     const packDir = join(work, 'packs');
     await mkdir(packDir);
-    await Promise.all(
-      PACKAGES.map(async ({ name, dir }) => {
-        packs[name] = await pack(dir, packDir);
-      }),
-    );
+    // One at a time: each build writes libs/common/dist, which the next one reads.
+    for (const { name, dir } of PACKAGES) packs[name] = await pack(dir, packDir);
     const tarballs = Object.fromEntries(
       PACKAGES.map(({ name }) => [name, `file:${packs[name].tarball}`]),
     );
@@ -660,6 +660,17 @@ describe('the packed packages in NestJS 11 and 12 apps outside the repository', 
         expect(entryTargets(packageJson).filter((t) => !dryRun.includes(t))).toEqual([]);
       },
     );
+
+    it('stampede and stream-batch-ack depend on common at its version, and it on nothing', () => {
+      const common = packs['@nest-redis-resilience/common'].packageJson;
+      for (const name of [
+        '@nest-redis-resilience/stampede',
+        '@nest-redis-resilience/stream-batch-ack',
+      ] as const)
+        expect(packs[name].packageJson.dependencies).toEqual({ [common.name]: common.version });
+      expect(common.dependencies).toBeUndefined();
+      expect(common.peerDependencies).toBeUndefined();
+    });
 
     it.each(PACKAGES.map((p) => p.name))(
       '%s: the tarball has all of README.md, LICENSE and CHANGELOG.md',

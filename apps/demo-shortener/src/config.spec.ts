@@ -145,4 +145,9 @@ describe('parseDuration', () => {
     expect(parseDuration('1h')).toBe(3_600_000);
     expect(parseDuration('soon')).toBeUndefined();
   });
+
+  it('reads days as the stampede options do (one parser)', () => {
+    expect(parseDuration('1d')).toBe(86_400_000);
+    expect(parseShortenerEnv({ CACHE_TTL: '2d' }).cache.ttlMs).toBe(2 * 86_400_000);
+  });
 });

@@ -30,6 +30,7 @@ export {
 } from './nest/route-cache.constants';
 export { StampedeInterceptor } from './nest/route-cache.interceptor';
 
+export { parseDuration } from './core/duration';
 export type { Duration } from './core/duration';
 export { currentLoadSignal } from './core/stampede-engine';
 export { currentLoadContext, LoadContext } from './core/load-context';

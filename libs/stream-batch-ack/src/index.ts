@@ -1,6 +1,6 @@
 export { AckBatcher, type AckBatcherOptions, type AckFlushFn } from './core/ack-batcher';
 export { type BackoffOptions, backoffDelay } from './core/backoff';
-export { type Clock, ManualClock, systemClock } from './core/clock';
+export { type Clock, ManualClock, systemClock } from '@nest-redis-resilience/common';
 export {
   DATA_FIELD,
   HEADERS_FIELD,
@@ -20,7 +20,7 @@ export {
   StreamBatchAckConfigError,
   StreamBatchAckError,
 } from './core/errors';
-export { LruCache, type LruCacheOptions } from './core/lru-cache';
+export { LruCache, type LruCacheOptions } from '@nest-redis-resilience/common';
 export {
   type DeadLetter,
   deadLetterFields,

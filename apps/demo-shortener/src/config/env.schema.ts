@@ -114,10 +114,14 @@ const integer = (fallback: number, min: number, max: number) =>
   });
 
 const duration = (fallback: string) =>
-  variable(parseDuration(fallback)!, 'a duration above 0 such as 500ms, 30s, 10m or 1h', (raw) => {
-    const ms = parseDuration(raw);
-    return ms !== undefined && ms > 0 ? ms : undefined;
-  });
+  variable(
+    parseDuration(fallback)!,
+    'a duration above 0 such as 500ms, 30s, 10m, 1h or 1d',
+    (raw) => {
+      const ms = parseDuration(raw);
+      return ms !== undefined && ms > 0 ? ms : undefined;
+    },
+  );
 
 const boolean = (fallback: boolean) =>
   variable(fallback, 'true or false (also 1/0, yes/no, on/off)', (raw) => {

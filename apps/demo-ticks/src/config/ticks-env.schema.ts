@@ -24,90 +24,90 @@ export class TicksConfigError extends Error {
 
 export type Env = Record<string, string | undefined>;
 
-/** Unset and blank variables take their default; values are trimmed. */
-function blankToUndefined(value: unknown): unknown {
-  if (typeof value !== 'string') return value;
-  const trimmed = value.trim();
-  return trimmed === '' ? undefined : trimmed;
+/*
+ * One schema per variable, as in the shortener demo: each takes the raw string (undefined when
+ * unset), treats blank as unset, trims it, and says in its issue message what it allows;
+ * parseTicksEnv adds the name and the value.
+ */
+function variable<T>(fallback: T, allowed: string, parse: (raw: string) => T | undefined) {
+  return z
+    .string()
+    .optional()
+    .transform((raw, ctx): T => {
+      if (raw === undefined || raw.trim() === '') return fallback;
+      const value = parse(raw.trim());
+      if (value === undefined) {
+        ctx.issues.push({ code: 'custom', message: allowed, input: raw });
+        return z.NEVER;
+      }
+      return value;
+    });
 }
 
-// Each schema's error message says what is allowed; parseTicksEnv adds the name and the value.
+/** A finite number, written as JavaScript reads it (`1e3`, `0x10`); undefined otherwise. */
+function toNumber(raw: string): number | undefined {
+  const n = Number(raw);
+  return Number.isFinite(n) ? n : undefined;
+}
+
 function wholeNumber(fallback: number, min: number, max?: number) {
   const allowed =
     max === undefined ? `a whole number >= ${min}` : `a whole number from ${min} to ${max}`;
-  const n = z.coerce
-    .number({ error: allowed })
-    .int({ error: allowed })
-    .min(min, { error: allowed });
-  return z.preprocess(
-    blankToUndefined,
-    (max === undefined ? n : n.max(max, { error: allowed })).default(fallback),
-  );
+  return variable(fallback, allowed, (raw) => {
+    const n = toNumber(raw);
+    return n !== undefined && Number.isInteger(n) && n >= min && (max === undefined || n <= max)
+      ? n
+      : undefined;
+  });
 }
 
 function positiveNumber(fallback: number) {
-  const allowed = 'a positive number (at most 1.7976931348623157e308)';
-  return z.preprocess(
-    blankToUndefined,
-    z.coerce.number({ error: allowed }).positive({ error: allowed }).default(fallback),
-  );
+  return variable(fallback, 'a positive number (at most 1.7976931348623157e308)', (raw) => {
+    const n = toNumber(raw);
+    return n !== undefined && n > 0 ? n : undefined;
+  });
 }
 
 function boolean(fallback: boolean) {
-  const allowed = 'true or false (also 1/0, yes/no, on/off)';
-  return z.preprocess(
-    (v) =>
-      typeof blankToUndefined(v) === 'string' ? (v as string).trim().toLowerCase() : undefined,
-    z
-      .enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'], { error: allowed })
-      .transform((v) => ['true', '1', 'yes', 'on'].includes(v))
-      .default(fallback),
-  );
+  return variable(fallback, 'true or false (also 1/0, yes/no, on/off)', (raw) => {
+    const v = raw.toLowerCase();
+    if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+    if (['0', 'false', 'no', 'off'].includes(v)) return false;
+    return undefined;
+  });
 }
 
-function text(fallback: string) {
-  return z.preprocess(blankToUndefined, z.string().default(fallback));
-}
+const text = (fallback: string) => variable(fallback, 'a text', (raw) => raw);
 
-function optionalText() {
-  return z.preprocess(blankToUndefined, z.string().optional());
-}
+const optionalText = () => variable(undefined as string | undefined, 'a text', (raw) => raw);
+
+const oneOf = <T extends string>(fallback: T, values: readonly T[]) =>
+  variable(fallback, `one of ${values.join(', ')}`, (raw) => values.find((v) => v === raw));
 
 /**
  * REDIS_CLUSTER_NODES: `host:port,host:port,...` (IPv6 hosts in brackets: `[::1]:7001`), the seed
  * nodes of a Redis Cluster; ioredis finds the other nodes from them.
  */
-function clusterNodes() {
-  const allowed =
-    'a comma-separated list of host:port seed nodes of a Redis Cluster, such as 127.0.0.1:7001,127.0.0.1:7002';
-  return z.preprocess(
-    blankToUndefined,
-    z
-      .string()
-      .transform((raw, ctx) => {
-        const nodes = raw.split(',').map((part) => {
-          const m = /^(?:\[([^\]]+)\]|([^:\s[\]]+)):(\d{1,5})$/.exec(part.trim());
-          const port = Number(m?.[3]);
-          return m && port >= 1 && port <= 65535 ? { host: m[1] ?? m[2], port } : undefined;
-        });
-        if (nodes.every((n) => n !== undefined)) return nodes;
-        ctx.issues.push({ code: 'custom', message: allowed, input: raw });
-        return z.NEVER;
-      })
-      .optional(),
+const clusterNodes = () =>
+  variable(
+    undefined as { host: string; port: number }[] | undefined,
+    'a comma-separated list of host:port seed nodes of a Redis Cluster, such as 127.0.0.1:7001,127.0.0.1:7002',
+    (raw) => {
+      const nodes = raw.split(',').map((part) => {
+        const m = /^(?:\[([^\]]+)\]|([^:\s[\]]+)):(\d{1,5})$/.exec(part.trim());
+        const port = Number(m?.[3]);
+        return m && port >= 1 && port <= 65535 ? { host: m[1] ?? m[2], port } : undefined;
+      });
+      return nodes.every((n) => n !== undefined) ? nodes : undefined;
+    },
   );
-}
 
 export const LOG_LEVELS = ['debug', 'log', 'warn', 'error', 'silent'] as const;
 
 /** Every variable, as zod reads it (unknown variables are ignored). */
 export const ticksEnvSchema = z.object({
-  REDIS_URL: z.preprocess(
-    blankToUndefined,
-    z
-      .string()
-      .regex(/^rediss?:\/\//, { error: 'a redis:// or rediss:// URL' })
-      .default('redis://127.0.0.1:6379'),
+  REDIS_URL: variable('redis://127.0.0.1:6379', 'a redis:// or rediss:// URL', (raw) =>
+    /^rediss?:\/\//.test(raw) ? raw : undefined,
   ),
   REDIS_CLUSTER_NODES: clusterNodes(),
   HOST: text('0.0.0.0'),
@@ -140,10 +140,7 @@ export const ticksEnvSchema = z.object({
   TICK_MAX_QTY: positiveNumber(DEFAULT_TICK_LIMITS.maxQty),
   TICK_MAX_AGE_MS: wholeNumber(DEFAULT_TICK_LIMITS.maxAgeMs, 0),
   TICK_MAX_FUTURE_MS: wholeNumber(DEFAULT_TICK_LIMITS.maxFutureMs, 0),
-  LOG_LEVEL: z.preprocess(
-    blankToUndefined,
-    z.enum(LOG_LEVELS, { error: `one of ${LOG_LEVELS.join(', ')}` }).default('log'),
-  ),
+  LOG_LEVEL: oneOf<(typeof LOG_LEVELS)[number]>('log', LOG_LEVELS),
   COLLECTOR: boolean(true),
   COLLECTOR_SYMBOLS: wholeNumber(100, 1, 100_000),
   COLLECTOR_RATE: wholeNumber(100, 1, 1_000_000),

@@ -1,10 +1,10 @@
+import { parseDuration } from '@nest-redis-resilience/common';
 import { StampedeConfigError } from './errors';
+
+export { parseDuration };
 
 /** A duration in milliseconds, or a string such as '250ms', '30s', '5m', '1h', '1d'. */
 export type Duration = number | string;
-
-const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-const PATTERN = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$/;
 
 /** Parses a duration to whole milliseconds; `what` names the option in the error message. */
 export function toMs(value: Duration, what: string): number {
@@ -12,13 +12,13 @@ export function toMs(value: Duration, what: string): number {
   if (typeof value === 'number') {
     ms = value;
   } else if (typeof value === 'string') {
-    const match = PATTERN.exec(value);
-    if (!match) {
+    const parsed = parseDuration(value);
+    if (parsed === undefined) {
       throw new StampedeConfigError(
         `${what}: "${value}" is not a duration; use milliseconds (1500) or a string like '250ms', '30s', '5m', '1h'`,
       );
     }
-    ms = Number(match[1]) * UNITS[match[2] ?? 'ms'];
+    ms = parsed;
   } else {
     throw new StampedeConfigError(
       `${what}: expected a number of milliseconds or a string like '30s', got ${typeof value}`,

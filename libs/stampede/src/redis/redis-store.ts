@@ -1,3 +1,4 @@
+import { registerScripts } from '@nest-redis-resilience/common';
 import { Clock, systemClock } from '../core/clock';
 import { defaultCodec, Envelope, EnvelopeCodec, sameEnvelope } from '../core/envelope';
 import { StoreUnavailableError } from '../core/errors';
@@ -80,11 +81,7 @@ export class RedisStore implements StampedeStore {
     const { client, owned } = clientOf(connection);
     this.client = client;
     this.ownsClient = owned;
-    for (const script of SCRIPTS) {
-      if (!(script.name in client)) {
-        client.defineCommand(script.name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
-      }
-    }
+    registerScripts(client, SCRIPTS);
     ({ subscriber: this.subscriber, pubsub: this.pubsub } = subscriberOf(client));
     this.channels = new FillChannels(this.subscriber, this.pubsub, this.keys, clock, (p) =>
       this.guard.bound(p, 'SUBSCRIBE'),

@@ -1,5 +1,5 @@
 import { AckBatcher } from './ack-batcher';
-import { ManualClock } from './clock';
+import { ManualClock } from '@nest-redis-resilience/common';
 import { AckFlushError } from './errors';
 
 const settle = () => new Promise<void>((resolve) => setImmediate(resolve));

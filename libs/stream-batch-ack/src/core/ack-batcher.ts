@@ -1,5 +1,5 @@
 import { BackoffOptions, backoffDelay } from './backoff';
-import { Clock, systemClock } from './clock';
+import { Clock, systemClock } from '@nest-redis-resilience/common';
 import { AckFlushError } from './errors';
 
 /** Ids per XACK when flushing at close (see flushStream). */

@@ -1,4 +1,4 @@
-import { ManualClock } from './clock';
+import { ManualClock } from '@nest-redis-resilience/common';
 import { DoneIds } from './done-ids';
 
 describe('DoneIds (fake clock)', () => {

@@ -1,4 +1,4 @@
-import { Clock, systemClock } from './clock';
+import { Clock, systemClock } from '@nest-redis-resilience/common';
 
 /** Orders two ids (negative, 0, positive), as `compareIds` does entry ids. */
 export type IdOrder = (a: string, b: string) => number;

@@ -1,10 +1,14 @@
-/** Base class of the errors of this library. `code` is stable and safe to match on. */
+/**
+ * Base class of the errors of this library. `code` is stable and safe to match on; `cause`, when
+ * set, is the error that led to this one.
+ */
 export class StreamBatchAckError extends Error {
   constructor(
     readonly code: string,
     message: string,
+    options?: { cause?: unknown },
   ) {
-    super(message);
+    super(message, options);
     this.name = new.target.name;
   }
 }
@@ -30,6 +34,7 @@ export class AckFlushError extends StreamBatchAckError {
       'ACK_FLUSH_FAILED',
       `XACK of ${ids.length} id(s) on stream "${stream}" failed (attempt ${attempt}): ${describeError(error)}. ` +
         'The ids stay queued and are retried with backoff; check the Redis connection.',
+      { cause: error },
     );
   }
 }

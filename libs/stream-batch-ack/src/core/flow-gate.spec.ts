@@ -1,4 +1,4 @@
-import { ManualClock } from './clock';
+import { ManualClock } from '@nest-redis-resilience/common';
 import { FlowGate } from './flow-gate';
 
 const settle = () => new Promise<void>((resolve) => setImmediate(resolve));

@@ -1,4 +1,4 @@
-import { Clock, systemClock } from './clock';
+import { Clock, systemClock } from '@nest-redis-resilience/common';
 
 /**
  * How many more entries the server may take now, and the waits of its loops.

@@ -2,6 +2,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { describeError, StreamBatchAckError } from '../core/errors';
 import { toRecord } from '../redis/group-info';
 import { defaultDeadLetterStream, keySlot } from '../redis/keys';
+import { LuaScript, registerScripts } from '@nest-redis-resilience/common';
 import {
   DeadLetter,
   isStreamId,
@@ -28,6 +29,12 @@ redis.call('XDEL', KEYS[2], ARGV[1])
 return added
 `;
 
+const REPLAY_SCRIPT: LuaScript = {
+  name: 'sbaReplayDeadLetter',
+  numberOfKeys: 2,
+  lua: REPLAY_DEAD_LETTER_LUA,
+};
+
 type Client = Redis | Cluster;
 interface ReplayScript {
   sbaReplayDeadLetter(
@@ -50,9 +57,9 @@ export class DeadLetterError extends StreamBatchAckError {
     /** `INTERRUPTED`: the dead letters replayed, missing and refused before the replay stopped. */
     readonly result?: ReplayResult,
     /** `INTERRUPTED`: the Redis error, or the signal's reason. */
-    override readonly cause?: unknown,
+    cause?: unknown,
   ) {
-    super(code, message);
+    super(code, message, { cause });
   }
 }
 
@@ -391,13 +398,7 @@ export class DeadLetters {
   }
 
   private script(): Client & ReplayScript {
-    const client = this.client as Client & Partial<ReplayScript>;
-    if (!client.sbaReplayDeadLetter)
-      this.client.defineCommand('sbaReplayDeadLetter', {
-        numberOfKeys: 2,
-        lua: REPLAY_DEAD_LETTER_LUA,
-      });
-    return this.client as Client & ReplayScript;
+    return registerScripts<ReplayScript, Client>(this.client, [REPLAY_SCRIPT]);
   }
 
   /** On a Cluster, the replay script touches a stream and its dead-letter stream: one slot. */

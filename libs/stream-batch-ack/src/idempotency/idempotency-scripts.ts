@@ -1,3 +1,5 @@
+import type { LuaScript } from '@nest-redis-resilience/common';
+
 /**
  * idem-begin-1: check-and-mark a batch of keys in one call.
  *   KEYS     the records
@@ -71,6 +73,19 @@ if KEYS[2] then
 end
 return 0
 `;
+
+/** The idempotency store's scripts; each call passes its number of keys first. */
+export const IDEMPOTENCY_SCRIPTS: readonly LuaScript[] = [
+  { name: 'sbaIdemBegin', lua: IDEMPOTENCY_BEGIN_LUA },
+  { name: 'sbaIdemFinish', lua: IDEMPOTENCY_FINISH_LUA },
+  { name: 'sbaIdemMarkDone', lua: IDEMPOTENCY_MARK_DONE_LUA },
+];
+
+export interface IdempotencyScripts {
+  sbaIdemBegin(...args: (string | number)[]): Promise<number[]>;
+  sbaIdemFinish(...args: (string | number)[]): Promise<number>;
+  sbaIdemMarkDone(...args: (string | number)[]): Promise<number>;
+}
 
 /**
  * A Lua function to paste at the top of your own script, to make an effect stored in Redis and

@@ -1,14 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import { DoneIds } from '../core/done-ids';
-import { LruCache } from '../core/lru-cache';
+import { LruCache, registerScripts } from '@nest-redis-resilience/common';
 import { keySlot } from '../redis/keys';
 import { bySlice, compareIds, doneMaxKey, doneSetKey } from './done-sets';
-import {
-  IDEMPOTENCY_BEGIN_LUA,
-  IDEMPOTENCY_FINISH_LUA,
-  IDEMPOTENCY_MARK_DONE_LUA,
-} from './idempotency-scripts';
+import { IDEMPOTENCY_SCRIPTS, IdempotencyScripts } from './idempotency-scripts';
 
 export type IdempotencyState = 'acquired' | 'processing' | 'done';
 
@@ -41,11 +37,7 @@ export interface OwnedEntry {
   deliveries: number;
 }
 
-type Scripted = (Redis | Cluster) & {
-  sbaIdemBegin(...args: (string | number)[]): Promise<number[]>;
-  sbaIdemFinish(...args: (string | number)[]): Promise<number>;
-  sbaIdemMarkDone(...args: (string | number)[]): Promise<number>;
-};
+type Scripted = (Redis | Cluster) & IdempotencyScripts;
 
 const DONE = 'done';
 /** Ids per SADD or SMISMEMBER (a read batch is usually far smaller). */
@@ -80,16 +72,9 @@ export class IdempotencyStore {
     this.l1 = new LruCache<string>({ maxSize: options.maxSize ?? 100_000, ttlMs: this.ttlMs });
     this.doneIds = new DoneIds({ maxSize: options.maxSize ?? 100_000, order: compareIds });
     const redis = options.redis ?? null;
-    if (redis) {
-      const scripted = redis as unknown as Partial<Scripted>;
-      if (!scripted.sbaIdemBegin)
-        redis.defineCommand('sbaIdemBegin', { lua: IDEMPOTENCY_BEGIN_LUA });
-      if (!scripted.sbaIdemFinish)
-        redis.defineCommand('sbaIdemFinish', { lua: IDEMPOTENCY_FINISH_LUA });
-      if (!scripted.sbaIdemMarkDone)
-        redis.defineCommand('sbaIdemMarkDone', { lua: IDEMPOTENCY_MARK_DONE_LUA });
-    }
-    this.redis = redis as unknown as Scripted | null;
+    this.redis = redis
+      ? registerScripts<IdempotencyScripts, Redis | Cluster>(redis, IDEMPOTENCY_SCRIPTS)
+      : null;
     this.cluster = !!redis && (redis as { isCluster?: boolean }).isCluster === true;
   }
 

@@ -1,4 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
+import { LuaScript, registerScripts } from '@nest-redis-resilience/common';
 
 /**
  * member-1: records this consumer as a live member of the group on a partitioned stream (or
@@ -97,15 +98,17 @@ export interface LeaseScripts {
   ): Promise<number>;
 }
 
-/** Registers the lease scripts on a client (EVALSHA with a fallback to EVAL, via ioredis `defineCommand`). */
+/** The scripts of partition ownership, by command name. */
+export const LEASE_SCRIPTS: readonly LuaScript[] = [
+  { name: 'sbaMember', numberOfKeys: 1, lua: MEMBER_LUA },
+  { name: 'sbaLease', numberOfKeys: 2, lua: LEASE_LUA },
+  { name: 'sbaRelease', numberOfKeys: 1, lua: RELEASE_LUA },
+  { name: 'sbaFencedAck', numberOfKeys: 2, lua: FENCED_ACK_LUA },
+];
+
+/** Registers the lease scripts on a client (see registerScripts). */
 export function defineLeaseScripts<C extends Redis | Cluster>(client: C): C & LeaseScripts {
-  const c = client as C & Partial<LeaseScripts>;
-  if (!c.sbaMember) client.defineCommand('sbaMember', { numberOfKeys: 1, lua: MEMBER_LUA });
-  if (!c.sbaLease) client.defineCommand('sbaLease', { numberOfKeys: 2, lua: LEASE_LUA });
-  if (!c.sbaRelease) client.defineCommand('sbaRelease', { numberOfKeys: 1, lua: RELEASE_LUA });
-  if (!c.sbaFencedAck)
-    client.defineCommand('sbaFencedAck', { numberOfKeys: 2, lua: FENCED_ACK_LUA });
-  return client as C & LeaseScripts;
+  return registerScripts<LeaseScripts, C>(client, LEASE_SCRIPTS);
 }
 
 /** The keys of a group's ownership of a partitioned stream. */

@@ -53,7 +53,10 @@ export async function checkPartitionCounts(
       if (stored === null) {
         // Deleted between the SET and the GET (a drain and switch): try once more.
         if (configured !== undefined && (await redis.set(key, String(configured), 'NX')) !== 'OK')
-          throw new Error(`"${key}" changed while being checked; start again.`);
+          throw new StreamBatchAckError(
+            'PARTITION_MISMATCH',
+            `"${key}" changed while being checked; start again.`,
+          );
         return;
       }
       if (configured !== undefined && stored === String(configured)) return;

@@ -1,6 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import type { Cluster, Redis } from 'ioredis';
-import { Clock, systemClock } from '../core/clock';
+import { Clock, systemClock } from '@nest-redis-resilience/common';
 import { describeError } from '../core/errors';
 import { assignedPartitions } from './partition-assignment';
 import { LeaseScripts, leaseKeys } from './lease-scripts';

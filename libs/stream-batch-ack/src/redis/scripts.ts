@@ -1,4 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
+import { LuaScript, registerScripts } from '@nest-redis-resilience/common';
 
 /**
  * dead-letter-2: moves one entry to the dead-letter stream and acknowledges it, atomically.
@@ -167,16 +168,16 @@ export interface StreamScripts {
   sbaReplyStream(replyStream: string, marker: string, ttlMs: string): Promise<number>;
 }
 
-/** Registers the scripts on a client (EVALSHA with a fallback to EVAL, via ioredis `defineCommand`). */
+/** The scripts of the transport's command client, by command name. */
+export const STREAM_SCRIPTS: readonly LuaScript[] = [
+  { name: 'sbaDeadLetter', numberOfKeys: 2, lua: DEAD_LETTER_LUA },
+  { name: 'sbaSafeTrim', numberOfKeys: 1, lua: SAFE_TRIM_LUA },
+  { name: 'sbaKeepClaimed', numberOfKeys: 1, lua: KEEP_CLAIMED_LUA },
+  { name: 'sbaReply', numberOfKeys: 1, lua: REPLY_LUA },
+  { name: 'sbaReplyStream', numberOfKeys: 1, lua: REPLY_STREAM_LUA },
+];
+
+/** Registers the scripts on a client (see registerScripts). */
 export function defineStreamScripts<C extends Redis | Cluster>(client: C): C & StreamScripts {
-  const c = client as C & Partial<StreamScripts>;
-  if (!c.sbaDeadLetter)
-    client.defineCommand('sbaDeadLetter', { numberOfKeys: 2, lua: DEAD_LETTER_LUA });
-  if (!c.sbaSafeTrim) client.defineCommand('sbaSafeTrim', { numberOfKeys: 1, lua: SAFE_TRIM_LUA });
-  if (!c.sbaKeepClaimed)
-    client.defineCommand('sbaKeepClaimed', { numberOfKeys: 1, lua: KEEP_CLAIMED_LUA });
-  if (!c.sbaReply) client.defineCommand('sbaReply', { numberOfKeys: 1, lua: REPLY_LUA });
-  if (!c.sbaReplyStream)
-    client.defineCommand('sbaReplyStream', { numberOfKeys: 1, lua: REPLY_STREAM_LUA });
-  return client as C & StreamScripts;
+  return registerScripts<StreamScripts, C>(client, STREAM_SCRIPTS);
 }

@@ -9,7 +9,7 @@ import {
 } from '../core/entry-codec';
 import { describeError, MalformedEntryError, MaxDeliveriesExceededError } from '../core/errors';
 import { KeySequencer, SequencedFate } from '../core/key-sequencer';
-import { LruCache } from '../core/lru-cache';
+import { LruCache } from '@nest-redis-resilience/common';
 import type { IdempotencyStore } from '../idempotency/idempotency.store';
 import type { IdempotentOptions } from '../idempotency/idempotency.options';
 import type { StreamPartition } from '../partitions/partition-layout';

@@ -1,5 +1,6 @@
 import { BaseRpcContext } from '@nestjs/microservices';
 import type { Headers } from '../core/entry-codec';
+import { StreamBatchAckError } from '../core/errors';
 import type { StreamPartition } from '../partitions/partition-layout';
 
 /** The L2 idempotency record of an entry and the in-progress token, for an atomic effect (IDEMPOTENT_EFFECT_LUA). */
@@ -244,7 +245,8 @@ export class RedisStreamsBatchContext extends ErrorCarrier<RedisStreamsBatchCont
     if (id !== undefined) {
       const entry = entries.find((e) => e.id === id);
       if (!entry)
-        throw new Error(
+        throw new StreamBatchAckError(
+          'INVALID_ARGUMENT',
           `getMetadata(${id}): no entry with this id in the batch of "${this.getStream()}"`,
         );
       return entry.headers;
@@ -259,7 +261,10 @@ export class RedisStreamsBatchContext extends ErrorCarrier<RedisStreamsBatchCont
   /** Marks one entry failed: it is not acknowledged, and is retried on its own. */
   fail(id: string, error: unknown = new Error('failed by the handler')): void {
     if (!this.getEntries().some((e) => e.id === id))
-      throw new Error(`fail(${id}): no entry with this id in the batch of "${this.getStream()}"`);
+      throw new StreamBatchAckError(
+        'INVALID_ARGUMENT',
+        `fail(${id}): no entry with this id in the batch of "${this.getStream()}"`,
+      );
     this.failed.set(id, error);
   }
 

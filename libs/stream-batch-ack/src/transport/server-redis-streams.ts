@@ -9,8 +9,13 @@ import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import { isObservable, lastValueFrom } from 'rxjs';
 import { AckBatcher } from '../core/ack-batcher';
 import { encodePayload, Headers, replyToRefusal, RequestInfo } from '../core/entry-codec';
-import { describeError, NotInitializedError, StreamBatchAckConfigError } from '../core/errors';
-import { LruCache } from '../core/lru-cache';
+import {
+  describeError,
+  NotInitializedError,
+  StreamBatchAckConfigError,
+  StreamBatchAckError,
+} from '../core/errors';
+import { LruCache } from '@nest-redis-resilience/common';
 import type { IdempotentOptions } from '../idempotency/idempotency.options';
 import { IdempotencyStore } from '../idempotency/idempotency.store';
 import { PartitionLayout, StreamPartition } from '../partitions/partition-layout';
@@ -582,7 +587,8 @@ export class ServerRedisStreams
     for (const stream of streams) {
       const dlq = this.options.deadLetter.stream(stream);
       if (keySlot(dlq) !== keySlot(stream))
-        throw new Error(
+        throw new StreamBatchAckError(
+          'CROSS_SLOT',
           `Redis Cluster: stream "${stream}" and its dead-letter stream "${dlq}" are in different hash slots. ` +
             `Give the stream a hash tag (e.g. "{${stream}}", whose default dead-letter stream is "{${stream}}:dlq"), ` +
             `or a deadLetter.stream function that keeps the tag.`,

@@ -90,4 +90,39 @@ describe('LruCache (fake clock)', () => {
       expect(cache.get(survivors[j])).toBeUndefined();
     }
   });
+
+  it('with maxCost, is bounded by the total cost too; an entry over the bound is not kept', () => {
+    const cache = new LruCache<string>({ maxSize: 10, maxCost: 10, ttlMs: Infinity });
+    cache.set('a', 'aaaa', { cost: 4 }).set('b', 'bbbb', { cost: 4 });
+    expect(cache.cost).toBe(8);
+    cache.get('a'); // b is now the least recently used
+    cache.set('c', 'cccc', { cost: 4 });
+    expect([cache.peek('a'), cache.peek('b'), cache.peek('c')]).toEqual([
+      'aaaa',
+      undefined,
+      'cccc',
+    ]);
+    expect(cache.cost).toBe(8);
+    cache.set('a', 'a', { cost: 1 });
+    expect(cache.cost).toBe(5);
+    cache.set('c', 'too big', { cost: 11 });
+    expect(cache.peek('c')).toBeUndefined();
+    expect([cache.size, cache.cost]).toEqual([1, 1]);
+  });
+
+  it('peek leaves the order alone; deleteWhere drops what it is told to', () => {
+    const clock = new ManualClock();
+    const cache = new LruCache<number>({ maxSize: 3, clock });
+    cache.set('a', 1).set('b', 2).set('c', 3);
+    expect(cache.peek('a')).toBe(1); // a stays the least recently used
+    cache.set('d', 4);
+    expect(cache.peek('a')).toBeUndefined();
+    expect(cache.deleteWhere((value) => value % 2 === 0)).toBe(2);
+    expect([cache.peek('b'), cache.peek('c'), cache.peek('d')]).toEqual([undefined, 3, undefined]);
+    cache.set('e', 5, 10);
+    clock.advance(10);
+    expect(cache.peek('e')).toBeUndefined();
+    cache.clear();
+    expect([cache.size, cache.cost]).toEqual([0, 0]);
+  });
 });

@@ -3,15 +3,27 @@ import { Clock, systemClock } from './clock';
 export interface LruCacheOptions {
   /** Most entries kept; the least recently used goes first. Default 100_000. */
   maxSize?: number;
-  /** Default time to live of an entry, in ms. Default 60_000. */
+  /**
+   * Most total cost of the entries kept (each entry's `cost` in set(), e.g. the characters of its
+   * encoded value); the least recently used go first. Default: no bound.
+   */
+  maxCost?: number;
+  /** Default time to live of an entry, in ms (Infinity: none). Default 60_000. */
   ttlMs?: number;
   clock?: Pick<Clock, 'now'>;
+}
+
+/** Per entry, in set(): its time to live (default: the cache's `ttlMs`) and its cost (default 0). */
+export interface LruEntryOptions {
+  ttlMs?: number;
+  cost?: number;
 }
 
 interface Node<V> {
   key: string;
   value: V;
   expiresAt: number;
+  cost: number;
   /** Towards the most recently used end. */
   newer: Node<V> | null;
   /** Towards the least recently used end. */
@@ -31,13 +43,21 @@ export class LruCache<V> {
   /** Least recently used: evicted first. */
   private oldest: Node<V> | null = null;
   readonly maxSize: number;
+  readonly maxCost: number;
   readonly ttlMs: number;
   private readonly clock: Pick<Clock, 'now'>;
+  private totalCost = 0;
 
   constructor(options: LruCacheOptions = {}) {
     this.maxSize = Math.max(1, options.maxSize ?? 100_000);
+    this.maxCost = options.maxCost ?? Infinity;
     this.ttlMs = Math.max(1, options.ttlMs ?? 60_000);
     this.clock = options.clock ?? systemClock;
+  }
+
+  /** Total cost of the entries held. */
+  get cost(): number {
+    return this.totalCost;
   }
 
   /** Entries held, expired ones included until they are touched or evicted. */
@@ -60,21 +80,41 @@ export class LruCache<V> {
     return this.get(key) !== undefined;
   }
 
-  set(key: string, value: V, ttlMs = this.ttlMs): this {
+  /** The value of `key`, leaving the recency order alone. */
+  peek(key: string): V | undefined {
+    const node = this.map.get(key);
+    return node && node.expiresAt > this.clock.now() ? node.value : undefined;
+  }
+
+  /**
+   * Keeps `value` as the most recently used, for `ttlMs` (a number) or the entry's options. An
+   * entry that costs more than `maxCost` is not kept (and the key's old value goes).
+   */
+  set(key: string, value: V, entry: number | LruEntryOptions = this.ttlMs): this {
+    const ttlMs = typeof entry === 'number' ? entry : (entry.ttlMs ?? this.ttlMs);
+    const cost = typeof entry === 'number' ? 0 : (entry.cost ?? 0);
+    if (cost > this.maxCost) {
+      this.delete(key);
+      return this;
+    }
     const expiresAt = this.clock.now() + ttlMs;
     const existing = this.map.get(key);
     if (existing) {
       existing.value = value;
       existing.expiresAt = expiresAt;
+      this.totalCost += cost - existing.cost;
+      existing.cost = cost;
       this.touch(existing);
-      return this;
+    } else {
+      const node: Node<V> = { key, value, expiresAt, cost, newer: null, older: this.newest };
+      if (this.newest) this.newest.newer = node;
+      this.newest = node;
+      if (!this.oldest) this.oldest = node;
+      this.map.set(key, node);
+      this.totalCost += cost;
     }
-    const node: Node<V> = { key, value, expiresAt, newer: null, older: this.newest };
-    if (this.newest) this.newest.newer = node;
-    this.newest = node;
-    if (!this.oldest) this.oldest = node;
-    this.map.set(key, node);
-    while (this.map.size > this.maxSize && this.oldest) this.remove(this.oldest);
+    while ((this.map.size > this.maxSize || this.totalCost > this.maxCost) && this.oldest)
+      this.remove(this.oldest);
     return this;
   }
 
@@ -85,10 +125,25 @@ export class LruCache<V> {
     return true;
   }
 
+  /** Drops the entries for which `drop` returns true; returns how many. */
+  deleteWhere(drop: (value: V, key: string) => boolean): number {
+    let n = 0;
+    for (let node = this.oldest; node;) {
+      const newer: Node<V> | null = node.newer;
+      if (drop(node.value, node.key)) {
+        this.remove(node);
+        n++;
+      }
+      node = newer;
+    }
+    return n;
+  }
+
   clear(): void {
     this.map.clear();
     this.newest = null;
     this.oldest = null;
+    this.totalCost = 0;
   }
 
   /** Drops expired entries now; returns how many. */
@@ -120,6 +175,7 @@ export class LruCache<V> {
   private remove(node: Node<V>): void {
     this.unlink(node);
     this.map.delete(node.key);
+    this.totalCost -= node.cost;
   }
 
   private unlink(node: Node<V>): void {

@@ -1,13 +1,32 @@
-/** A source of time and timers. Inject a manual clock in tests; the default is the system clock. */
+/**
+ * A source of time and timers. Pure code takes one, so that tests drive it with a ManualClock
+ * instead of waiting; the default is the system clock.
+ */
 export interface Clock {
+  /** Milliseconds since the epoch (like Date.now()). */
   now(): number;
   setTimer(fn: () => void, ms: number): unknown;
   clearTimer(handle: unknown): void;
 }
 
+/** Date.now() and setTimeout: a pending timer keeps the process alive, as setTimeout does. */
 export const systemClock: Clock = {
   now: () => Date.now(),
   setTimer: (fn, ms) => setTimeout(fn, ms),
+  clearTimer: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
+};
+
+/**
+ * The system clock with timers that never keep the process alive (`unref`), for background work
+ * that must not hold up shutdown (a cache's refresh, a poll).
+ */
+export const backgroundClock: Clock = {
+  now: () => Date.now(),
+  setTimer: (fn, ms) => {
+    const timer = setTimeout(fn, ms);
+    timer.unref();
+    return timer;
+  },
   clearTimer: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
 };
 

@@ -1,0 +1,8 @@
+/*
+ * Code shared by @nest-redis-resilience/stampede and @nest-redis-resilience/stream-batch-ack
+ * (both depend on this package; each re-exports what is part of its own API).
+ */
+export { backgroundClock, type Clock, ManualClock, systemClock } from './clock';
+export { parseDuration } from './duration';
+export { LruCache, type LruCacheOptions } from './lru-cache';
+export { type LuaScript, registerScripts, type ScriptHost } from './lua-script';
