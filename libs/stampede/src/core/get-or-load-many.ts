@@ -158,11 +158,7 @@ export class GetOrLoadMany {
   }
 
   /** Read, then per key: a hit, a stale value within grace, a refresh to join, or a miss. */
-  private async resolve<T>(
-    calls: Call<T>[],
-    settles: Settle<T>[],
-    tags: string[],
-  ): Promise<void> {
+  private async resolve<T>(calls: Call<T>[], settles: Settle<T>[], tags: string[]): Promise<void> {
     const { policy, m } = calls[0];
     if (!policy.cache) {
       calls.forEach((call, i) => settles[i](this.runUncached(call)));
