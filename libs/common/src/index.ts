@@ -4,5 +4,6 @@
  */
 export { backgroundClock, type Clock, ManualClock, systemClock } from './clock';
 export { parseDuration } from './duration';
+export { keySlot } from './key-slot';
 export { LruCache, type LruCacheOptions } from './lru-cache';
 export { type LuaScript, registerScripts, type ScriptHost } from './lua-script';
