@@ -36,7 +36,7 @@ export function parseVariant(text: string): TierVariant {
   return { name, pattern, l1 };
 }
 
-/** One scenario by name, or a group: `all` (issue 3's), `resilience`, `tiers` (their files'). */
+/** One scenario by name, or a group: `all` (the cliff, steady and snowstorm scenarios), `resilience`, `tiers` (their files'). */
 export type Scenario =
   | 'all'
   | 'resilience'

@@ -20,7 +20,7 @@ import type { Target } from '../shared/targets';
 
 const WORKER = join(__dirname, 'otel-worker.ts');
 
-/** Largest throughput loss against telemetry off (issue 15); others are informative. */
+/** Largest throughput loss against telemetry off; others are informative. */
 const BUDGET: Partial<Record<OtelVariant, number>> = { api: 0.02, sdk: 0.1 };
 
 const VARIANT_TEXT: Record<OtelVariant, string> = {

@@ -1,5 +1,5 @@
 /**
- * Peak RSS of a process serving the Zipf hot set (issue 24): each variant runs in a fresh forked
+ * Peak RSS of a process serving the Zipf hot set: each variant runs in a fresh forked
  * instance for each duration, so one variant's garbage does not count against another's.
  *
  *   node scripts/with-redis.js node -r ./scripts/register-ts.js bench/stampede/rss.ts \

@@ -219,7 +219,7 @@ export function evaluateTargets(report: BenchReport): Target[] {
 
 export function formatTargets(targets: Target[]): string {
   return [
-    '## targets (issue 3, "What the library must reach"; resilience and tiers scenarios)',
+    '## targets (what the library must reach; resilience and tiers scenarios)',
     ...targets.map(formatTargetLine),
   ].join('\n');
 }

@@ -1,5 +1,5 @@
 /*
- * Smoke run of `npm run bench:stampede` (issue 3: the benchmark is not part of `npm test`, this
+ * Smoke run of `npm run bench:stampede` (the benchmark is not part of `npm test`, this
  * small run of it is). One measured round at concurrency 10, two forked instances, short steady
  * and snowstorm runs; then the resilience and the tiers scenarios with tiny parameters (each on
  * its own throwaway redis-server, as in the real run). Asserts only structural facts that hold on
