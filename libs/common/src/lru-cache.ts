@@ -139,6 +139,11 @@ export class LruCache<V> {
     return n;
   }
 
+  /** The values held (expired ones included), least recently used first; the order is not changed. */
+  *values(): IterableIterator<V> {
+    for (let node = this.oldest; node; node = node.newer) yield node.value;
+  }
+
   clear(): void {
     this.map.clear();
     this.newest = null;

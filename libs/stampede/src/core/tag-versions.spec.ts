@@ -29,11 +29,20 @@ describe('TagVersions', () => {
       stamps.push(tags.stamp(['a']));
     }
     tags.learn('b', 1);
-    tags.learn('c', 1); // past maxTags: every known version is dropped
+    tags.learn('c', 1); // past maxTags: the least recently used tag (a) is forgotten
     expect(tags.missing(['a'])).toEqual(['a']);
 
     tags.learn('a', tags.next('a', now++));
     for (const stamp of stamps) expect(tags.valid(stamp)).toBe(false);
+  });
+
+  it('past maxTags, the least recently used tag is forgotten, not every tag', () => {
+    const tags = new TagVersions(2);
+    tags.learn('a', 1);
+    tags.learn('b', 1);
+    tags.stamp(['a']); // a is used after b
+    tags.learn('c', 1);
+    expect(tags.missing(['a', 'b', 'c'])).toEqual(['b']);
   });
 
   it('a stamp or a version that is not a non-negative safe integer is never taken as current', () => {

@@ -1,3 +1,5 @@
+import { LruCache } from '@nest-redis-resilience/common';
+
 /**
  * The versions of tags as this process knows them. Invalidating a tag gives it a new version
  * (in the store, where every instance sees it, and in a broadcast); a value is stamped with the
@@ -12,20 +14,27 @@
  * version issued before the loss as long as the clock does not go back. A version found missing
  * is set in the same way, so values stamped before the loss are not taken for current ones.
  */
-export class TagVersions {
-  private readonly known = new Map<string, number>();
+interface TagState {
+  version: number;
   /**
-   * The hard floor of tags invalidated softly since their last hard invalidation: a value stamped
+   * The hard floor of a tag invalidated softly since its last hard invalidation: a value stamped
    * at or above it, but below the current version, is stale (served within grace while one
-   * refresh runs); below it, invalid. A tag without an entry has its current version as floor.
+   * refresh runs); below it, invalid. Without one, the current version is the floor.
    */
-  private readonly hard = new Map<string, number>();
-  /** When each known version was last fetched from the store. */
-  private readonly fetchedAt = new Map<string, number>();
-  /** Known tags whose broadcasts may have been missed; a subset of `known`. */
-  private readonly unverified = new Set<string>();
+  hard?: number;
+  /** When the version was last fetched from the store. */
+  fetchedAt?: number;
+  /** Its broadcasts may have been missed: fetch it again before use. */
+  unverified?: boolean;
+}
 
-  constructor(private readonly maxTags = 100_000) {}
+export class TagVersions {
+  /** Bounded: past `maxTags`, the least recently used tag is forgotten (and fetched again when used). */
+  private readonly tags: LruCache<TagState>;
+
+  constructor(maxTags = 100_000) {
+    this.tags = new LruCache<TagState>({ maxSize: maxTags, ttlMs: Infinity });
+  }
 
   /**
    * The tags whose version must be fetched before use. With `fetchedAfter` (broadcasts are being
@@ -42,10 +51,11 @@ export class TagVersions {
   }
 
   private isMissing(tag: string, fetchedAfter: number | undefined): boolean {
+    const state = this.tags.get(tag);
     return (
-      !this.known.has(tag) ||
-      this.unverified.has(tag) ||
-      (fetchedAfter !== undefined && (this.fetchedAt.get(tag) ?? -Infinity) <= fetchedAfter)
+      state === undefined ||
+      state.unverified === true ||
+      (fetchedAfter !== undefined && (state.fetchedAt ?? -Infinity) <= fetchedAfter)
     );
   }
 
@@ -57,36 +67,42 @@ export class TagVersions {
    */
   learn(tag: string, version: number, fetchedAt?: number, hardFloor = version): void {
     if (!isVersion(version)) return;
-    this.unverified.delete(tag);
-    const known = this.known.get(tag) ?? -1;
-    if (known <= version) {
-      if (this.known.size >= this.maxTags && !this.known.has(tag)) this.clear();
-      const floor = Math.min(version, Math.max(hardFloor, this.hardFloor(tag) ?? -1));
-      this.known.set(tag, version);
-      if (floor < version) this.hard.set(tag, floor);
-      else this.hard.delete(tag);
+    let state = this.tags.get(tag);
+    if (state === undefined || state.version <= version) {
+      const known = state === undefined ? -1 : (state.hard ?? state.version);
+      const floor = Math.min(version, Math.max(hardFloor, known));
+      if (state === undefined) this.tags.set(tag, (state = { version }));
+      state.version = version;
+      state.hard = floor < version ? floor : undefined;
     }
-    if (fetchedAt !== undefined) this.fetchedAt.set(tag, fetchedAt);
+    state.unverified = false;
+    if (fetchedAt !== undefined) state.fetchedAt = fetchedAt;
   }
 
   /** A soft invalidation moved `tag` to `version`: values stamped before it turn stale. */
   learnSoft(tag: string, version: number): void {
     if (!isVersion(version)) return;
-    const known = this.known.get(tag);
-    if (known !== undefined && known >= version) return;
+    const known = this.tags.get(tag);
+    if (known !== undefined && known.version >= version) return;
     // Unknown here: no floor to keep, so older values are taken for invalid (a miss, not stale).
-    this.learn(tag, version, undefined, known === undefined ? version : this.hardFloor(tag));
+    this.learn(
+      tag,
+      version,
+      undefined,
+      known === undefined ? version : (known.hard ?? known.version),
+    );
   }
 
   /** The version below which values of `tag` are invalid, if known here. */
   hardFloor(tag: string): number | undefined {
-    return this.hard.get(tag) ?? this.known.get(tag);
+    const state = this.tags.get(tag);
+    return state === undefined ? undefined : (state.hard ?? state.version);
   }
 
   /** The stamp for a value with these tags. */
   stamp(tags: string[]): Record<string, number> {
     const stamp: Record<string, number> = {};
-    for (const tag of tags) stamp[tag] = this.known.get(tag) ?? 0;
+    for (const tag of tags) stamp[tag] = this.tags.get(tag)?.version ?? 0;
     return stamp;
   }
 
@@ -95,7 +111,7 @@ export class TagVersions {
    * `nowMs`, at least `nowMs` in microseconds (the Redis store uses its server's clock instead).
    */
   next(tag: string, nowMs = 0): number {
-    return Math.max((this.known.get(tag) ?? 0) + 1, Math.floor(nowMs) * 1000);
+    return Math.max((this.tags.get(tag)?.version ?? 0) + 1, Math.floor(nowMs) * 1000);
   }
 
   /** False when one of the stamped tags has been invalidated (hard) since; a newer stamp is learned. */
@@ -114,34 +130,28 @@ export class TagVersions {
     for (const tag in stamp) {
       const version = stamp[tag];
       if (!isVersion(version)) return 'invalid'; // not a stamp of ours: a miss
-      const known = this.known.get(tag);
-      if (known === undefined || version > known) this.learn(tag, version);
-      else if (version < (this.hard.get(tag) ?? known)) result = 'invalid';
-      else if (version < known && result === 'current') result = 'stale';
+      const state = this.tags.get(tag);
+      if (state === undefined || version > state.version) this.learn(tag, version);
+      else if (version < (state.hard ?? state.version)) result = 'invalid';
+      else if (version < state.version && result === 'current') result = 'stale';
     }
     return result;
   }
 
   /** Broadcasts may have been missed: fetch each version again before its next use. */
   reset(): void {
-    for (const tag of this.known.keys()) this.unverified.add(tag);
+    for (const state of this.tags.values()) state.unverified = true;
   }
 
-  /** Forgets every tag, so that memory stays bounded by `maxTags`. */
-  private clear(): void {
-    this.known.clear();
-    this.hard.clear();
-    this.fetchedAt.clear();
-    this.unverified.clear();
-  }
-
-  /** Tags known, fetch times and tags to verify: each bounded by `maxTags`. */
+  /** Tags known, of them fetched from the store, and to verify: each bounded by `maxTags`. */
   get sizes(): { known: number; fetched: number; unverified: number } {
-    return {
-      known: this.known.size,
-      fetched: this.fetchedAt.size,
-      unverified: this.unverified.size,
-    };
+    let fetched = 0;
+    let unverified = 0;
+    for (const state of this.tags.values()) {
+      if (state.fetchedAt !== undefined) fetched++;
+      if (state.unverified) unverified++;
+    }
+    return { known: this.tags.size, fetched, unverified };
   }
 }
 

@@ -1,3 +1,4 @@
+import { LruCache } from '@nest-redis-resilience/common';
 import type { RandomSource } from './clock';
 
 /**
@@ -44,12 +45,15 @@ export function earlyRecomputeLead(
  * at most `maxKeys` keys remembered.
  */
 export class EarlyRecomputeSchedule {
-  private readonly plans = new Map<string, { e: number; at: number }>();
+  /** Past `maxKeys`, the least recently used key's plan is forgotten (a new moment is drawn). */
+  private readonly plans: LruCache<{ e: number; at: number }>;
 
   constructor(
     private readonly random: RandomSource,
-    private readonly maxKeys = 10_000,
-  ) {}
+    maxKeys = 10_000,
+  ) {
+    this.plans = new LruCache({ maxSize: maxKeys, ttlMs: Infinity });
+  }
 
   /**
    * The time at which `envelope` is due for recomputation, at most `maxLead` before its expiry.
@@ -78,7 +82,6 @@ export class EarlyRecomputeSchedule {
   }
 
   private remember(key: string, e: number, at: number): void {
-    if (this.plans.size >= this.maxKeys && !this.plans.has(key)) this.plans.clear();
     this.plans.set(key, { e, at });
   }
 }
