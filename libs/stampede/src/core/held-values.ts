@@ -58,7 +58,7 @@ export class HeldValues {
    */
   hold(call: Call<unknown>, envelope: Envelope<unknown>, raw?: string): void {
     if (this.l1 && call.policy.l1) {
-      this.l1.set(call.key, envelope, envelope.e + call.policy.grace, this.clock.now(), raw);
+      this.l1.set(call.key, envelope, envelope.e + call.policy.grace, this.clock.now());
     } else if (this.store.distributed) {
       const size = raw?.length ?? encodedSize(envelope) ?? this.codec.encode(envelope).length;
       this.lastKnown.remember(call.key, envelope, size);
@@ -69,7 +69,7 @@ export class HeldValues {
   keepLoaded(call: Call<unknown>, envelope: Envelope<unknown>, raw: string): void {
     const { key, policy } = call;
     if (this.l1 && policy.l1)
-      this.l1.set(key, envelope, envelope.e + policy.grace, this.clock.now(), raw);
+      this.l1.set(key, envelope, envelope.e + policy.grace, this.clock.now());
     else this.lastKnown.remember(key, envelope, raw.length);
   }
 

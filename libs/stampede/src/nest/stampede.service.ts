@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from 
 import { ModuleRef } from '@nestjs/core';
 import { toMs } from '../core/duration';
 import { StampedeEventListener, StampedeEventName, StampedeEvents } from '../core/events';
+import type { Envelope } from '../core/envelope';
 import type { MethodMetrics } from '../core/metrics';
 import { PolicyOptions, resolvePolicy, StampedePolicy } from '../core/policy';
 import { StampedeFailSafeState, Loader, StampedeEngine } from '../core/stampede-engine';
@@ -101,6 +102,21 @@ export class StampedeService implements OnModuleInit, OnApplicationShutdown {
     tags?: string[],
   ): Promise<T> {
     return this.engine.getOrLoad(key, loader, policy, name, tags);
+  }
+
+  /**
+   * The check of `run` alone, for callers that can answer in their own turn: the envelope of a
+   * fresh value of the in-process tier (counted as a call and a hit; an XFetch early refresh
+   * starts as on any hit), or undefined, counting nothing: then call `run`.
+   */
+  fresh<T>(
+    key: string,
+    loader: Loader<T>,
+    policy: StampedePolicy,
+    name: string,
+    tags?: string[],
+  ): Envelope<T> | undefined {
+    return this.engine.fresh(key, loader, policy, name, tags ?? policy.tags);
   }
 
   /** Validates a policy now; errors name `where`. */
