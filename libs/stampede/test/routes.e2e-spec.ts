@@ -213,13 +213,14 @@ describe.each<Platform>(['express', 'fastify'])(
 
     async function start(
       controllers: Type[],
-      { global = false, logErrors = true } = {},
+      { global = false, logErrors = true, l1 = false } = {},
     ): Promise<RunningApp> {
       const moduleRef = await Test.createTestingModule({
         imports: [
           StampedeModule.forRoot({
             redis: REDIS_URL,
             keyPrefix: prefix,
+            l1,
             // A busy machine must not turn a slow Redis reply into a load without the store.
             operationTimeout: 10_000,
             connectTimeout: 10_000,
@@ -411,34 +412,39 @@ describe.each<Platform>(['express', 'fastify'])(
       expect(await stored('route:GET /items/greeting accept-language=*')).toBe(1);
     });
 
-    it('XFetch: the hit that triggers an early recomputation says x-cache: hit, and the handler runs in the background', async () => {
-      const app = await start([ItemsController]);
-      // The recomputation moment is random: at beta 1e6 its lead is cut to half the TTL, which
-      // the second GET has passed, except with probability e^-10 per round (then tried again).
-      for (let round = 1; round <= 5; round++) {
-        runs = {};
-        await app.stampede.invalidate(routeCacheKey('/items/fresh'));
-        const before = { ...metrics(app, 'ItemsController.fresh') };
-        expect(await get(app.url, '/items/fresh')).toMatchObject({
-          cache: 'miss',
-          body: { run: 1 },
-        });
-        await delay(1100); // past half the TTL
-        const hit = await get(app.url, '/items/fresh');
-        expect(hit).toMatchObject({ cache: 'hit', body: { run: 1 } });
-        const after = metrics(app, 'ItemsController.fresh');
-        if (after.earlyRecomputes === (before.earlyRecomputes ?? 0)) continue;
-        // The value the background run stored is served as a hit: no caller missed again.
-        await waitFor('the value of the background run', async () => {
-          const reply = await get(app.url, '/items/fresh');
-          expect(reply.cache).toBe('hit');
-          return reply.body.run === 2;
-        });
-        expect(metrics(app, 'ItemsController.fresh').misses).toBe((before.misses ?? 0) + 1);
-        return;
-      }
-      throw new Error('no early recomputation in 5 rounds');
-    });
+    it.each([false, true])(
+      'XFetch (l1: %s): the hit that triggers an early recomputation says x-cache: hit, and the handler runs in the background',
+      async (l1) => {
+        const app = await start([ItemsController], { l1 });
+        // The recomputation moment is random: at beta 1e6 its lead is cut to half the TTL, which
+        // the second GET has passed, except with probability e^-10 per round (then tried again).
+        for (let round = 1; round <= 5; round++) {
+          runs = {};
+          await app.stampede.invalidate(routeCacheKey('/items/fresh'));
+          const before = { ...metrics(app, 'ItemsController.fresh') };
+          expect(await get(app.url, '/items/fresh')).toMatchObject({
+            cache: 'miss',
+            body: { run: 1 },
+          });
+          await delay(1100); // past half the TTL
+          const hit = await get(app.url, '/items/fresh');
+          expect(hit).toMatchObject({ cache: 'hit', body: { run: 1 } });
+          const after = metrics(app, 'ItemsController.fresh');
+          if (after.earlyRecomputes === (before.earlyRecomputes ?? 0)) continue;
+          // The value the background run stored is served as a hit: no caller missed again.
+          await waitFor('the value of the background run', async () => {
+            const reply = await get(app.url, '/items/fresh');
+            expect(reply.cache).toBe('hit');
+            return reply.body.run === 2;
+          });
+          expect(metrics(app, 'ItemsController.fresh').misses).toBe((before.misses ?? 0) + 1);
+          // With L1 the hits were answered by the in-process tier.
+          if (l1) expect(after.l1Hits).toBeGreaterThan(before.l1Hits ?? 0);
+          return;
+        }
+        throw new Error('no early recomputation in 5 rounds');
+      },
+    );
 
     it('two apps on one Redis and prefix, @CacheRoute + @DistLock: one handler call in all', async () => {
       const apps2 = [await start([ReportController]), await start([ReportController])];

@@ -42,6 +42,16 @@ export class EnvelopeCodec {
     return this.serializer.serialize(envelope);
   }
 
+  /** The text of a value alone (what the in-process tier keeps). */
+  encodeValue(value: unknown): string {
+    return this.serializer.serialize(value);
+  }
+
+  /** A value's text decoded; throws what the serializer throws. */
+  decodeValue<T = unknown>(text: string): T {
+    return this.serializer.deserialize(text) as T;
+  }
+
   decode<T = unknown>(raw: string | null | undefined): Envelope<T> | undefined {
     if (raw === null || raw === undefined) return undefined;
     let parsed: Envelope<T>;

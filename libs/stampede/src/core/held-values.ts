@@ -57,7 +57,7 @@ export class HeldValues {
   hold(call: Call<unknown>, envelope: Envelope<unknown>, raw?: string): void {
     if (this.l1 && call.policy.l1) {
       const keepUntil = envelope.e + graceOf(envelope, call.policy.grace);
-      this.l1.set(call.key, envelope, keepUntil, this.clock.now(), raw);
+      this.l1.set(call.key, envelope, keepUntil, this.clock.now());
     } else if (this.store.distributed) {
       const size = raw?.length ?? encodedSize(envelope) ?? this.codec.encode(envelope).length;
       this.lastKnown.remember(call.key, envelope, size);
@@ -68,13 +68,7 @@ export class HeldValues {
   keepLoaded(call: Call<unknown>, envelope: Envelope<unknown>, raw: string): void {
     const { key, policy } = call;
     if (this.l1 && policy.l1)
-      this.l1.set(
-        key,
-        envelope,
-        envelope.e + graceOf(envelope, policy.grace),
-        this.clock.now(),
-        raw,
-      );
+      this.l1.set(key, envelope, envelope.e + graceOf(envelope, policy.grace), this.clock.now());
     else this.lastKnown.remember(key, envelope, raw.length);
   }
 

@@ -1,4 +1,4 @@
-import { defaultCodec } from './envelope';
+import { defaultCodec, EnvelopeCodec } from './envelope';
 import { L1Cache } from './l1-cache';
 
 describe('L1Cache', () => {
@@ -13,14 +13,36 @@ describe('L1Cache', () => {
     expect(l1.get('old', 1000, 500)?.v).toBe(1);
   });
 
-  it('sweep() drops what is kept no longer, and sizes count text and key', () => {
+  it("sweep() drops what is kept no longer, and sizes count the value's text and key", () => {
     const l1 = new L1Cache(defaultCodec, { maxEntries: 10, maxBytes: 10_000 });
-    const raw = defaultCodec.encode({ v: 'x', d: 0, e: 50 });
+    const raw = defaultCodec.encodeValue('x');
     l1.set('a', { v: 'x', d: 0, e: 50 }, 100, 0);
     l1.set('b', { v: 'x', d: 0, e: 50 }, 200, 0);
     expect(l1.stats).toEqual({ entries: 2, bytes: 2 * (raw.length + 1) });
     l1.sweep(150);
     expect(l1.stats).toEqual({ entries: 1, bytes: raw.length + 1 });
     expect(l1.get('b', 150)?.v).toBe('x');
+  });
+
+  it("a hit returns a copy with the envelope's fields, and an entry the serializer cannot read is a miss", () => {
+    const l1 = new L1Cache(defaultCodec, { maxEntries: 10, maxBytes: 10_000 });
+    l1.set('k', { v: { n: 1 }, d: 7, e: 500, t: { a: 3 } }, 1000, 0);
+    const first = l1.get<{ n: number }>('k', 100)!;
+    expect(first).toEqual({ v: { n: 1 }, d: 7, e: 500, t: { a: 3 } });
+    first.v.n = 2; // a caller's change reaches neither the cache nor other callers
+    expect(l1.get<{ n: number }>('k', 100)?.v).toEqual({ n: 1 });
+
+    const broken = new L1Cache(
+      new EnvelopeCodec({
+        serialize: (v) => JSON.stringify(v),
+        deserialize: () => {
+          throw new Error('no');
+        },
+      }),
+      { maxEntries: 10, maxBytes: 10_000 },
+    );
+    broken.set('k', { v: 1, d: 0, e: 500 }, 1000, 0);
+    expect(broken.get('k', 100)).toBeUndefined();
+    expect(broken.stats.entries).toBe(0);
   });
 });

@@ -15,7 +15,10 @@ export interface L1Limits {
 }
 
 interface Entry {
-  raw: string;
+  /** The value's own text (not the envelope's: a hit decodes only what it returns). */
+  text: string;
+  /** The envelope's load time (XFetch's delta). */
+  d: number;
   /** The envelope's expiry: fresh before it. */
   e: number;
   /** Kept (stale, for fail-safe) until then: the end of grace. */
@@ -26,9 +29,9 @@ interface Entry {
 }
 
 /**
- * An LRU of encoded envelopes, bounded by entries and by size: the in-process tier (L1), and the
- * in-memory store's values. Values are kept as text and decoded on each hit, so callers never
- * share a mutable object.
+ * An LRU of encoded values with their envelopes' fields, bounded by entries and by size: the
+ * in-process tier (L1), and the in-memory store's values. Values are kept as text and decoded on
+ * each hit, so callers never share a mutable object.
  */
 export class L1Cache {
   private readonly entries: SizedLru<Entry>;
@@ -52,19 +55,30 @@ export class L1Cache {
       return undefined;
     }
     if (verifiedAfter !== undefined && entry.verifiedAt <= verifiedAfter) return undefined;
-    return this.codec.decode<T>(entry.raw);
+    let v: T;
+    try {
+      v = this.codec.decodeValue<T>(entry.text);
+    } catch {
+      this.entries.delete(key); // the serializer cannot read its own text: a miss
+      return undefined;
+    }
+    const envelope: Envelope<T> = { v, d: entry.d, e: entry.e };
+    if (entry.tags) envelope.t = entry.tags;
+    return envelope;
   }
 
   /** Keeps `envelope` (stored or read from the store at `now`) until `keepUntil`. */
-  set(
-    key: string,
-    envelope: Envelope,
-    keepUntil: number,
-    now: number,
-    raw = this.codec.encode(envelope),
-  ): void {
-    const entry = { raw, e: envelope.e, keepUntil, verifiedAt: now, tags: envelope.t };
-    this.entries.set(key, entry, raw.length + key.length);
+  set(key: string, envelope: Envelope, keepUntil: number, now: number): void {
+    const text = this.codec.encodeValue(envelope.v);
+    const entry: Entry = {
+      text,
+      d: envelope.d,
+      e: envelope.e,
+      keepUntil,
+      verifiedAt: now,
+      tags: envelope.t,
+    };
+    this.entries.set(key, entry, text.length + key.length);
   }
 
   delete(key: string): void {

@@ -1,6 +1,6 @@
 import { Call, EngineLogger, Loader, Outcome, traced } from './call';
 import { Clock, RandomSource, systemClock, systemRandom } from './clock';
-import { defaultCodec, EnvelopeCodec, graceOf } from './envelope';
+import { defaultCodec, Envelope, EnvelopeCodec, graceOf } from './envelope';
 import { EntryAccess, EntryOptions } from './entry-access';
 import { StampedeEvents } from './events';
 import { Fallback } from './fallback';
@@ -14,7 +14,7 @@ import { LoadAndFill } from './load-and-fill';
 import { LoadContext } from './load-context';
 import { LoaderRun } from './loader-run';
 import { LockPath } from './lock-path';
-import { MetricsRegistry } from './metrics-registry';
+import { MethodEntry, MetricsRegistry } from './metrics-registry';
 import type { BatchLoader } from './missing-batch';
 import { checkTags, StampedePolicy } from './policy';
 import { Refresher } from './refresher';
@@ -164,9 +164,10 @@ export class StampedeEngine {
 
   /**
    * `name` groups the counters (`Class.method`, or a getOrLoad name); without one, `getOrLoad`
-   * (never the key: one entry per key would grow without bound).
+   * (never the key: one entry per key would grow without bound). A fresh value of the in-process
+   * tier is answered in the caller's turn, with an already resolved promise.
    */
-  async getOrLoad<T>(
+  getOrLoad<T>(
     key: string,
     loader: Loader<T>,
     policy: StampedePolicy,
@@ -176,21 +177,66 @@ export class StampedeEngine {
     // Every value is stamped with the prefix's version too, which clear() moves on.
     const tags = withAllKeysTag(callTags);
     const e = this.metrics.entry(name ?? UNNAMED_CALL);
-    const m = e.counts;
-    m.calls++;
+    let held: Envelope<T> | undefined;
+    try {
+      held = this.heldFresh(key, loader, policy, e, tags);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    if (held) return Promise.resolve(held.v);
+    return this.flow(key, loader, policy, e, tags);
+  }
+
+  /**
+   * The check of getOrLoad, for callers that can answer in their own turn (the route
+   * interceptor): the envelope of a fresh value of the in-process tier, counted as a call and a
+   * hit (and refreshed early when XFetch says so, as on any hit), or undefined, counting nothing:
+   * then call getOrLoad.
+   */
+  fresh<T>(
+    key: string,
+    loader: Loader<T>,
+    policy: StampedePolicy,
+    name?: string,
+    callTags = policy.tags,
+  ): Envelope<T> | undefined {
+    const tags = withAllKeysTag(callTags);
+    return this.heldFresh(key, loader, policy, this.metrics.entry(name ?? UNNAMED_CALL), tags);
+  }
+
+  private heldFresh<T>(
+    key: string,
+    loader: Loader<T>,
+    policy: StampedePolicy,
+    e: MethodEntry,
+    tags: string[],
+  ): Envelope<T> | undefined {
     // Check: a fresh value of the in-process tier costs no store command.
     const held = this.held.fresh<T>(key, policy, tags);
-    if (held) {
-      this.keys.clearFailSafe(key);
-      m.hits++;
-      m.l1Hits++;
-      if (this.telemetry.traceL1Hits) e.telemetry.start(key)?.end('l1', false, false, false);
-      if (policy.xfetch) {
-        const stamp = this.tags.stamp(tags);
-        this.refresher.maybeEarly({ key, loader, policy, m, e, stamp }, held);
-      }
-      return held.v;
+    if (!held) return undefined;
+    const m = e.counts;
+    m.calls++;
+    m.hits++;
+    m.l1Hits++;
+    this.keys.clearFailSafe(key);
+    if (this.telemetry.traceL1Hits) e.telemetry.start(key)?.end('l1', false, false, false);
+    if (policy.xfetch) {
+      const stamp = this.tags.stamp(tags);
+      this.refresher.maybeEarly({ key, loader, policy, m, e, stamp }, held);
     }
+    return held;
+  }
+
+  /** The rest of getOrLoad after the in-process tier: join a call in flight, or lead one. */
+  private async flow<T>(
+    key: string,
+    loader: Loader<T>,
+    policy: StampedePolicy,
+    e: MethodEntry,
+    tags: string[],
+  ): Promise<T> {
+    const m = e.counts;
+    m.calls++;
     // Join: concurrent callers of one key in this process share one flow.
     let outcome: Outcome<T>;
     const running = policy.singleFlight ? this.keys.callOf(key) : undefined;

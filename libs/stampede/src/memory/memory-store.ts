@@ -49,9 +49,9 @@ export class MemoryStore extends LocallyLockedStore {
     return this.entries.get<T>(key, this.clock.now());
   }
 
-  async set(key: string, envelope: Envelope, ttlMs: number, raw?: string): Promise<void> {
+  async set(key: string, envelope: Envelope, ttlMs: number): Promise<void> {
     const now = this.clock.now();
-    this.entries.set(key, envelope, now + ttlMs, now, raw);
+    this.entries.set(key, envelope, now + ttlMs, now);
   }
 
   async delete(key: string): Promise<void> {

@@ -11,7 +11,7 @@ import {
 } from '@nestjs/common';
 import { INTERCEPTORS_METADATA, PATH_METADATA } from './nest-internals';
 import { DiscoveryService, HttpAdapterHost, MetadataScanner, ModulesContainer } from '@nestjs/core';
-import { defer, lastValueFrom, Observable } from 'rxjs';
+import { defer, lastValueFrom, Observable, of } from 'rxjs';
 import { StampedeConfigError } from '../core/errors';
 import { LoadContext, runInLoadContext } from '../core/load-context';
 import { CACHE_STATUS_HEADER, STAMPEDE_ROUTE } from './route-cache.constants';
@@ -77,7 +77,19 @@ export class StampedeInterceptor implements NestInterceptor, OnModuleInit {
     req[SERVED] = true;
     if (plan.bypasses(req)) return next.handle();
     const res: unknown = http.getResponse();
-    return defer(() => this.serve(plan, req, res, next));
+    const key = plan.keyOf(req);
+    const call: RouteCall = { plan, res, next, answered: false };
+    // The handler reaches the load's context (adaptive TTL) through currentLoadContext().
+    const loader = (_signal: AbortSignal, context: LoadContext) =>
+      runInLoadContext(context, () => this.load(call));
+    // A fresh value of the in-process tier is the response at once: no flow, no promise.
+    const held = this.stampede.fresh(key, loader, plan.policy, plan.name);
+    if (held) {
+      call.answered = true;
+      this.adapterHost.httpAdapter.setHeader(res, CACHE_STATUS_HEADER, 'hit');
+      return of(held.v);
+    }
+    return defer(() => this.serve(call, key, loader));
   }
 
   /** The error for an instance created in a module without StampedeService: names its routes. */
@@ -132,35 +144,36 @@ export class StampedeInterceptor implements NestInterceptor, OnModuleInit {
     return plan;
   }
 
-  private async serve(
-    plan: RoutePlan,
-    req: RouteRequest,
-    res: unknown,
-    next: CallHandler,
-  ): Promise<unknown> {
-    const key = plan.keyOf(req);
+  /**
+   * The route's loader: runs the handler. The engine also calls the loader of a request it
+   * answered from the cache, to refresh the value in the background (XFetch). Such a request's
+   * call settles in the same turn of the event loop (only microtasks are left): after one turn,
+   * `answered` tells them apart.
+   */
+  private async load(call: RouteCall): Promise<unknown> {
+    const { plan, res, next } = call;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    const inBackground = call.answered;
+    const value: unknown = await lastValueFrom(next.handle(), { defaultValue: undefined });
+    refuseUnstorable(value, plan.name);
+    if (!inBackground) call.own = { value };
+    // undefined is neither stored nor, below, served to the requests joined to this load.
     const adapter = this.adapterHost.httpAdapter;
-    let own: { value: unknown } | undefined; // what this request's handler returned, if it ran
-    let answered = false;
-    const loader = (_signal: AbortSignal, context: LoadContext) =>
-      runInLoadContext(context, () => handle());
-    const handle = async () => {
-      // The engine also calls the loader of a request it answered from the cache, to refresh
-      // the value in the background (XFetch). Such a request's call settles in the same turn of
-      // the event loop (only microtasks are left): after one turn, `answered` tells them apart.
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      const inBackground = answered;
-      const value: unknown = await lastValueFrom(next.handle(), { defaultValue: undefined });
-      refuseUnstorable(value, plan.name);
-      if (!inBackground) own = { value };
-      // undefined is neither stored nor, below, served to the requests joined to this load.
-      return plan.stores((name) => adapter.getHeader(res, name)) ? value : undefined;
-    };
+    return plan.stores((name) => adapter.getHeader(res, name)) ? value : undefined;
+  }
+
+  private async serve(
+    call: RouteCall,
+    key: string,
+    loader: (signal: AbortSignal, context: LoadContext) => Promise<unknown>,
+  ): Promise<unknown> {
+    const { plan, res, next } = call;
+    const adapter = this.adapterHost.httpAdapter;
     try {
       const value = await this.stampede.run(key, loader, plan.policy, plan.name);
-      if (own) {
+      if (call.own) {
         adapter.setHeader(res, CACHE_STATUS_HEADER, 'miss');
-        return own.value;
+        return call.own.value;
       }
       if (value === undefined) {
         // Joined a load whose response was not stored (it was another caller's): run our own.
@@ -171,9 +184,20 @@ export class StampedeInterceptor implements NestInterceptor, OnModuleInit {
       adapter.setHeader(res, CACHE_STATUS_HEADER, 'hit');
       return value;
     } finally {
-      answered = true;
+      call.answered = true;
     }
   }
+}
+
+/** One request of a cached route. */
+interface RouteCall {
+  plan: RoutePlan;
+  res: unknown;
+  next: CallHandler;
+  /** The request has its response (the loader then runs in the background only). */
+  answered: boolean;
+  /** What this request's handler returned, if it ran for this request. */
+  own?: { value: unknown };
 }
 
 /** `@UseInterceptors(StampedeInterceptor)` (or an instance or subclass of it) on a class or method. */

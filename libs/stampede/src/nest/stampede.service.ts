@@ -3,6 +3,7 @@ import { ModuleRef } from '@nestjs/core';
 import { Duration, toMs } from '../core/duration';
 import { StampedeConfigError } from '../core/errors';
 import { StampedeEventListener, StampedeEventName, StampedeEvents } from '../core/events';
+import type { Envelope } from '../core/envelope';
 import type { MethodMetrics } from '../core/metrics';
 import { checkTags, PolicyOptions, resolvePolicy, StampedePolicy } from '../core/policy';
 import {
@@ -169,6 +170,21 @@ export class StampedeService implements OnModuleInit, OnApplicationShutdown {
     tags?: string[],
   ): Promise<T> {
     return this.engine.getOrLoad(key, loader, policy, name, tags);
+  }
+
+  /**
+   * The check of `run` alone, for callers that can answer in their own turn: the envelope of a
+   * fresh value of the in-process tier (counted as a call and a hit; an XFetch early refresh
+   * starts as on any hit), or undefined, counting nothing: then call `run`.
+   */
+  fresh<T>(
+    key: string,
+    loader: Loader<T>,
+    policy: StampedePolicy,
+    name: string,
+    tags?: string[],
+  ): Envelope<T> | undefined {
+    return this.engine.fresh(key, loader, policy, name, tags ?? policy.tags);
   }
 
   /** Validates a policy now; errors name `where`. */
