@@ -26,6 +26,8 @@ interface Entry {
   /** When the value was stored or read from the store (what it agreed with the store). */
   verifiedAt: number;
   tags?: Record<string, number>;
+  /** The value's own grace, when it has one. */
+  g?: number;
 }
 
 /**
@@ -64,6 +66,7 @@ export class L1Cache {
     }
     const envelope: Envelope<T> = { v, d: entry.d, e: entry.e };
     if (entry.tags) envelope.t = entry.tags;
+    if (entry.g !== undefined) envelope.g = entry.g;
     return envelope;
   }
 
@@ -77,6 +80,7 @@ export class L1Cache {
       keepUntil,
       verifiedAt: now,
       tags: envelope.t,
+      g: envelope.g,
     };
     this.entries.set(key, entry, text.length + key.length);
   }
