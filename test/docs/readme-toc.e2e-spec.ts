@@ -20,6 +20,7 @@ describe.each([
   'docs/stampede/http-routes.md',
   'docs/stampede/telemetry.md',
   'docs/stream-batch-ack/dead-letters.md',
+  'docs/stream-batch-ack/options.md',
   'docs/stream-batch-ack/telemetry.md',
 ])('%s', (file) => {
   it('has a table of contents that lists every section (npm run docs:toc rewrites it)', () => {
