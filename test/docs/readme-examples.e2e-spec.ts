@@ -1,19 +1,35 @@
 /**
- * The README examples compile: for each README, its ```ts blocks are concatenated in the order
- * shown (as a reader pasting them one after the other into one file would) and type-checked,
- * strict, against the packages' sources. Nothing is written to disk: the file lives in memory.
+ * The README examples compile: for each README, and each page under docs/, its ```ts blocks are
+ * concatenated in the order shown (as a reader pasting them one after the other into one file
+ * would) and type-checked, strict, against the packages' sources. Nothing is written to disk:
+ * the file lives in memory.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import * as ts from 'typescript';
 
 const root = join(__dirname, '..', '..');
 
-/** The READMEs whose ```ts blocks must compile; `required`: it must have some. */
+/** The Markdown files under `dir` (relative to the root), sorted. */
+function markdownUnder(dir: string): string[] {
+  return readdirSync(join(root, dir), { withFileTypes: true })
+    .flatMap((entry) => {
+      const path = `${dir}/${entry.name}`;
+      if (entry.isDirectory()) return markdownUnder(path);
+      return entry.name.endsWith('.md') ? [path] : [];
+    })
+    .sort();
+}
+
+/**
+ * The files whose ```ts blocks must compile, each on its own; `required`: it must have some.
+ * The pages under docs/<package>/ hold the reference parts of its README.
+ */
 const READMES = [
   { file: 'README.md', required: false },
   { file: 'libs/stampede/README.md', required: true },
   { file: 'libs/stream-batch-ack/README.md', required: true },
+  ...markdownUnder('docs').map((file) => ({ file, required: false })),
 ];
 
 const PACKAGES = ['stampede', 'stream-batch-ack'];
@@ -108,6 +124,12 @@ describe('README examples compile when pasted into one file in the order shown',
 
   it('has valid compiler options', () => {
     expect(optionErrors).toEqual([]);
+  });
+
+  it('checks the docs pages of the packages', () => {
+    expect(READMES.map((r) => r.file)).toEqual(
+      expect.arrayContaining(['docs/stampede/telemetry.md', 'docs/stampede/http-routes.md']),
+    );
   });
 
   it.each(READMES)('$file', ({ file, required }) => {
