@@ -1,42 +1,18 @@
 import type { Call, LockOutcome, Outcome } from './call';
-import type { Clock } from './clock';
 import { Envelope, graceOf } from './envelope';
 import { StampedeConfigError, StampedeKeyError } from './errors';
-import type { Fallback } from './fallback';
-import type { HeldValues } from './held-values';
-import type { KeyStates } from './key-state';
-import type { LoadAndFill } from './load-and-fill';
-import type { LoaderRun } from './loader-run';
-import type { LockPath } from './lock-path';
+import type { FlowStages } from './flow-stages';
 import { lockToken } from './lock-token';
-import type { MethodEntry, MetricsRegistry } from './metrics-registry';
+import type { MethodEntry } from './metrics-registry';
 import { BatchLoader, MissingBatch } from './missing-batch';
 import type { StampedePolicy } from './policy';
-import type { Refresher } from './refresher';
-import type { StampedeStore } from './store';
-import type { StoreGuard } from './store-guard';
-import type { TagStamps } from './tag-stamps';
-import { StampCheck, TagVersions, withAllKeysTag } from './tag-versions';
+import { StampCheck, withAllKeysTag } from './tag-versions';
 
 /** The metrics name of getOrLoadMany calls without a name. */
 export const UNNAMED_BATCH = 'getOrLoadMany';
 
-/** The engine's stages the batch flow is built from (see stampede-engine.ts). */
-export interface BatchStages {
-  store: StampedeStore;
-  keys: KeyStates;
-  tags: TagVersions;
-  tagStamps: TagStamps;
-  guard: StoreGuard;
-  held: HeldValues;
-  fill: LoadAndFill;
-  fallback: Fallback;
-  lockPath: LockPath;
-  refresher: Refresher;
-  loader: LoaderRun;
-  metrics: MetricsRegistry;
-  clock: Clock;
-}
+/** The engine's stages the batch flow is built from (see flow-stages.ts). */
+export type BatchStages = FlowStages;
 
 type Settle<T> = (outcome: Promise<Outcome<T>>) => void;
 

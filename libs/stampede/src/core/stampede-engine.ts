@@ -1,9 +1,11 @@
-import { Call, EngineLogger, Loader, Outcome, traced } from './call';
+import type { EngineLogger, Loader } from './call';
 import { Clock, RandomSource, systemClock, systemRandom } from './clock';
-import { defaultCodec, Envelope, EnvelopeCodec, graceOf } from './envelope';
+import { defaultCodec, Envelope, EnvelopeCodec } from './envelope';
 import { EntryAccess, EntryOptions } from './entry-access';
 import { StampedeEvents } from './events';
 import { Fallback } from './fallback';
+import type { FlowStages } from './flow-stages';
+import { GetOrLoad } from './get-or-load';
 import { GetOrLoadMany } from './get-or-load-many';
 import { HeldValues } from './held-values';
 import { expireInStore, invalidateInStore, invalidateTagsInStore } from './invalidate';
@@ -11,17 +13,16 @@ import { InvalidationBusWatch } from './invalidation-bus';
 import { KeyStates, StampedeFailSafeState } from './key-state';
 import type { L1Limits } from './l1-cache';
 import { LoadAndFill } from './load-and-fill';
-import { LoadContext } from './load-context';
 import { LoaderRun } from './loader-run';
 import { LockPath } from './lock-path';
-import { MethodEntry, MetricsRegistry } from './metrics-registry';
+import { MetricsRegistry } from './metrics-registry';
 import type { BatchLoader } from './missing-batch';
 import { checkTags, StampedePolicy } from './policy';
 import { Refresher } from './refresher';
 import type { InvalidationMessage, InvalidationMode, StampedeStore } from './store';
 import { StoreGuard } from './store-guard';
 import { TagStamps } from './tag-stamps';
-import { ALL_KEYS_TAG, StampCheck, TagVersions, withAllKeysTag } from './tag-versions';
+import { ALL_KEYS_TAG, TagVersions } from './tag-versions';
 import { FlowTelemetry, noTelemetry } from './telemetry';
 import { EarlyRecomputeSchedule } from './xfetch';
 
@@ -47,15 +48,12 @@ export interface EngineDeps {
   codec?: EnvelopeCodec;
 }
 
-/** The metrics name of getOrLoad calls without a name: never their key. */
-export const UNNAMED_CALL = 'getOrLoad';
+export { UNNAMED_CALL } from './get-or-load';
 
 /**
- * The get-or-load flow, read top to bottom in `getOrLoad` and
- * `resolve`: check the in-process tier, join a call in flight, read the store, lock, re-check,
- * run, fill, release. Each stage is its own module: per-key state (key-state.ts), store guard,
- * held values (L1 and last known), loader run (timeouts, abort), lock path (try, wait, notify),
- * refresher (XFetch and grace), fallback (the store does not answer), tag stamps.
+ * The cache of one store: builds the stages (see flow-stages.ts) once, and answers through the
+ * get-or-load flows of one key (get-or-load.ts) and of many (get-or-load-many.ts), the entries
+ * without a loader (entry-access.ts) and invalidations (invalidate.ts).
  */
 export class StampedeEngine {
   readonly metrics: MetricsRegistry;
@@ -76,6 +74,7 @@ export class StampedeEngine {
   private readonly lockPath: LockPath;
   private readonly refresher: Refresher;
   private readonly loader: LoaderRun;
+  private readonly one: GetOrLoad;
   private readonly many: GetOrLoadMany;
   private readonly entries: EntryAccess;
 
@@ -137,7 +136,7 @@ export class StampedeEngine {
       events,
       logger,
     );
-    this.many = new GetOrLoadMany({
+    const stages: FlowStages = {
       store,
       keys: this.keys,
       tags: this.tags,
@@ -150,8 +149,11 @@ export class StampedeEngine {
       refresher: this.refresher,
       loader: this.loader,
       metrics: this.metrics,
+      telemetry: this.telemetry,
       clock,
-    });
+    };
+    this.one = new GetOrLoad(stages);
+    this.many = new GetOrLoadMany(stages);
     store.onInvalidation?.(
       (message) => this.apply(message),
       () => {
@@ -165,97 +167,31 @@ export class StampedeEngine {
   /**
    * `name` groups the counters (`Class.method`, or a getOrLoad name); without one, `getOrLoad`
    * (never the key: one entry per key would grow without bound). A fresh value of the in-process
-   * tier is answered in the caller's turn, with an already resolved promise.
+   * tier is answered in the caller's turn, with an already resolved promise (see get-or-load.ts).
    */
   getOrLoad<T>(
     key: string,
     loader: Loader<T>,
     policy: StampedePolicy,
     name?: string,
-    callTags = policy.tags,
+    tags = policy.tags,
   ): Promise<T> {
-    // Every value is stamped with the prefix's version too, which clear() moves on.
-    const tags = withAllKeysTag(callTags);
-    const e = this.metrics.entry(name ?? UNNAMED_CALL);
-    let held: Envelope<T> | undefined;
-    try {
-      held = this.heldFresh(key, loader, policy, e, tags);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-    if (held) return Promise.resolve(held.v);
-    return this.flow(key, loader, policy, e, tags);
+    return this.one.run(key, loader, policy, name, tags);
   }
 
   /**
-   * The check of getOrLoad, for callers that can answer in their own turn (the route
-   * interceptor): the envelope of a fresh value of the in-process tier, counted as a call and a
-   * hit (and refreshed early when XFetch says so, as on any hit), or undefined, counting nothing:
-   * then call getOrLoad.
+   * The check of getOrLoad alone, for callers that can answer in their own turn (the route
+   * interceptor): a fresh value of the in-process tier, counted as a hit, or undefined (nothing
+   * counted: then call getOrLoad).
    */
   fresh<T>(
     key: string,
     loader: Loader<T>,
     policy: StampedePolicy,
     name?: string,
-    callTags = policy.tags,
+    tags = policy.tags,
   ): Envelope<T> | undefined {
-    const tags = withAllKeysTag(callTags);
-    return this.heldFresh(key, loader, policy, this.metrics.entry(name ?? UNNAMED_CALL), tags);
-  }
-
-  private heldFresh<T>(
-    key: string,
-    loader: Loader<T>,
-    policy: StampedePolicy,
-    e: MethodEntry,
-    tags: string[],
-  ): Envelope<T> | undefined {
-    // Check: a fresh value of the in-process tier costs no store command.
-    const held = this.held.fresh<T>(key, policy, tags);
-    if (!held) return undefined;
-    const m = e.counts;
-    m.calls++;
-    m.hits++;
-    m.l1Hits++;
-    this.keys.clearFailSafe(key);
-    if (this.telemetry.traceL1Hits) e.telemetry.start(key)?.end('l1', false, false, false);
-    if (policy.xfetch) {
-      const stamp = this.tags.stamp(tags);
-      this.refresher.maybeEarly({ key, loader, policy, m, e, stamp }, held);
-    }
-    return held;
-  }
-
-  /** The rest of getOrLoad after the in-process tier: join a call in flight, or lead one. */
-  private async flow<T>(
-    key: string,
-    loader: Loader<T>,
-    policy: StampedePolicy,
-    e: MethodEntry,
-    tags: string[],
-  ): Promise<T> {
-    const m = e.counts;
-    m.calls++;
-    // Join: concurrent callers of one key in this process share one flow.
-    let outcome: Outcome<T>;
-    const running = policy.singleFlight ? this.keys.callOf(key) : undefined;
-    if (running) {
-      m.joins++;
-      outcome = (await running) as Outcome<T>;
-    } else {
-      outcome = await this.lead({ key, loader, policy, m, e, shared: policy.singleFlight }, tags);
-    }
-    if (policy.cache) {
-      if (outcome.hit) {
-        m.hits++;
-        if (outcome.fromL1) m.l1Hits++;
-        if (outcome.stale || this.keys.isRefreshing(key)) m.staleServes++;
-      } else {
-        m.misses++;
-      }
-    }
-    return outcome.value;
+    return this.one.fresh(key, loader, policy, name, tags);
   }
 
   /**
@@ -359,89 +295,6 @@ export class StampedeEngine {
   async close(): Promise<void> {
     await this.refresher.close();
     this.unobserve();
-  }
-
-  /**
-   * Starts the flow of a call that joins none. It is traced (the callers that join it reach
-   * neither the store nor the loader) and, when shared, the callers of its key join it.
-   */
-  private lead<T>(call: Call<T>, tags: string[]): Promise<Outcome<T>> {
-    const span = call.e.telemetry.start(call.key);
-    const flow = span ? traced(span, () => this.resolve(call, tags)) : this.resolve(call, tags);
-    if (call.shared) this.keys.setCall(call.key, flow, call);
-    return flow;
-  }
-
-  /**
-   * The get-or-load handler: read the store; a fresh value is a hit, a stale one within grace is
-   * served while one refresh runs, a refresh in flight here is joined; otherwise the lock path
-   * (lock, re-check, run, fill, release), or without a lock, run and fill.
-   */
-  private async resolve<T>(call: Call<T>, tags: string[]): Promise<Outcome<T>> {
-    const { key, policy } = call;
-    try {
-      if (!policy.cache) return await this.runUncached(call);
-      call.stamp = this.tagStamps.known(tags) ?? (await this.tagStamps.stamp(tags, call.m));
-      let envelope;
-      const wasDown = this.guard.down;
-      try {
-        // The lock path's callers share one read, unless single-flight already made them one.
-        envelope =
-          policy.lock && !policy.singleFlight
-            ? await this.lockPath.read<T>(key)
-            : await this.store.get<T>(key);
-      } catch (err) {
-        return await this.fallback.serve(call, err);
-      }
-      if (wasDown) this.guard.answered();
-      let check: StampCheck = 'current';
-      if (envelope !== undefined) {
-        check = this.held.check(envelope, policy.grace);
-        if (check === 'invalid') {
-          await this.held.drop(key); // invalidated through one of its tags: a miss
-          envelope = undefined;
-        }
-      }
-      if (envelope !== undefined) {
-        this.held.hold(call, envelope);
-        const now = this.clock.now();
-        // A value invalidated softly (its tags) is stale as one past its TTL.
-        if (envelope.e > now && check === 'current') {
-          this.keys.clearFailSafe(key); // refreshed, here or elsewhere
-          this.refresher.maybeEarly(call, envelope);
-          return { value: envelope.v, hit: true };
-        }
-        if (now < envelope.e + graceOf(envelope, policy.grace))
-          return await this.refresher.serveStale(call, envelope);
-        // Past grace on this clock (the store's clock ran later): a miss.
-      }
-      const refresh = this.keys.get(key)?.refreshLoad as Promise<T> | undefined;
-      if (refresh) {
-        try {
-          return { value: await refresh, hit: false };
-        } catch {
-          // the refresh failed: load as on any miss
-        }
-      }
-      if (policy.lock) {
-        const { value, waited, loaded, joined } = await this.lockPath.load(call);
-        return { value, hit: false, waited, loaded, joined };
-      }
-      return { value: await this.fill.run(call), hit: false, loaded: true };
-    } finally {
-      if (call.shared) this.keys.endCall(key, call);
-    }
-  }
-
-  private async runUncached<T>(call: Call<T>): Promise<Outcome<T>> {
-    const controller = new AbortController();
-    const context = new LoadContext(call.key, controller.signal);
-    const running = this.loader.run(call.loader, call.e, controller, call.policy, context);
-    return {
-      value: await this.loader.bounded(running, call, controller),
-      hit: false,
-      loaded: true,
-    };
   }
 
   private apply(message: InvalidationMessage): void {
