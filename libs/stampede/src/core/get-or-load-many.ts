@@ -137,7 +137,7 @@ export class GetOrLoadMany {
   private async resolve<T>(calls: Call<T>[], settles: Settle<T>[], tags: string[]): Promise<void> {
     const { policy, m } = calls[0];
     if (!policy.cache) {
-      calls.forEach((call, i) => settles[i](this.runUncached(call)));
+      calls.forEach((call, i) => settles[i](this.loaded(this.s.loader.uncached(call))));
       return;
     }
     const stamp = this.s.tagStamps.known(tags) ?? (await this.s.tagStamps.stamp(tags, m));
@@ -281,12 +281,6 @@ export class GetOrLoadMany {
 
   private loaded<T>(value: Promise<T>): Promise<Outcome<T>> {
     return value.then((v) => ({ value: v, hit: false, loaded: true }));
-  }
-
-  private runUncached<T>(call: Call<T>): Promise<Outcome<T>> {
-    const controller = new AbortController();
-    const running = this.s.loader.run(call.loader, call.e, controller, call.policy);
-    return this.loaded(this.s.loader.bounded(running, call, controller));
   }
 
   /** One MGET (per slot on a Cluster) where the store has it; otherwise reads sent together. */

@@ -1,7 +1,6 @@
 import { Call, Loader, Outcome, traced } from './call';
 import { Envelope, graceOf } from './envelope';
 import type { FlowStages } from './flow-stages';
-import { LoadContext } from './load-context';
 import type { MethodEntry } from './metrics-registry';
 import type { StampedePolicy } from './policy';
 import { StampCheck, withAllKeysTag } from './tag-versions';
@@ -132,7 +131,8 @@ export class GetOrLoad {
   private async resolve<T>(call: Call<T>, tags: string[]): Promise<Outcome<T>> {
     const { key, policy } = call;
     try {
-      if (!policy.cache) return await this.runUncached(call);
+      if (!policy.cache)
+        return { value: await this.s.loader.uncached(call), hit: false, loaded: true };
       call.stamp = this.s.tagStamps.known(tags) ?? (await this.s.tagStamps.stamp(tags, call.m));
       let envelope;
       const wasDown = this.s.guard.down;
@@ -183,16 +183,5 @@ export class GetOrLoad {
     } finally {
       if (call.shared) this.s.keys.endCall(key, call);
     }
-  }
-
-  private async runUncached<T>(call: Call<T>): Promise<Outcome<T>> {
-    const controller = new AbortController();
-    const context = new LoadContext(call.key, controller.signal);
-    const running = this.s.loader.run(call.loader, call.e, controller, call.policy, context);
-    return {
-      value: await this.s.loader.bounded(running, call, controller),
-      hit: false,
-      loaded: true,
-    };
   }
 }

@@ -53,6 +53,17 @@ export class LoaderRun {
     }
   }
 
+  /** The load of a call that is not cached (`cache: false`): its own context, bounded. */
+  uncached<T>(call: Call<T>): Promise<T> {
+    const controller = new AbortController();
+    const context = new LoadContext(call.key, controller.signal);
+    return this.bounded(
+      this.run(call.loader, call.e, controller, call.policy, context),
+      call,
+      controller,
+    );
+  }
+
   /**
    * `running` as the caller sees it: past the hard timeout, a StampedeTimeoutError (and the
    * load's signal aborts), while the load itself may still finish.
