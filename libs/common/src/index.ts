@@ -6,4 +6,6 @@ export { backgroundClock, type Clock, ManualClock, systemClock } from './clock';
 export { parseDuration } from './duration';
 export { keySlot } from './key-slot';
 export { LruCache, type LruCacheOptions } from './lru-cache';
+export { editDistance, nearestName } from './nearest-name';
+export { checkOptionNames, isPlainObject, type OptionNames, type OptionTree } from './option-names';
 export { type LuaScript, registerScripts, type ScriptHost } from './lua-script';

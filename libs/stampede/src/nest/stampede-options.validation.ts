@@ -1,9 +1,33 @@
+import { checkOptionNames, type OptionNames } from '@nest-redis-resilience/common';
 import { toMs } from '../core/duration';
 import { StampedeConfigError } from '../core/errors';
 import type { StampedeModuleOptions } from './stampede.options';
 
+/** The module's option names; nested groups are checked below, with their values. */
+const OPTION_NAMES: OptionNames<StampedeModuleOptions> = {
+  redis: true,
+  cacheManager: true,
+  store: true,
+  keyPrefix: true,
+  defaultTtl: true,
+  operationTimeout: true,
+  cooldown: true,
+  connectTimeout: true,
+  l1: true,
+  lastKnown: true,
+  memory: true,
+  serializer: true,
+  telemetry: true,
+};
+
+function fail(option: string, reason: string): never {
+  throw new StampedeConfigError(`StampedeModule option "${option}": ${reason}`);
+}
+
 /** Rejects invalid module options with an error that names the option. */
 export function validateStampedeOptions(options: StampedeModuleOptions): void {
+  // An unknown name (a misspelled `defaultTTL`, say) would otherwise be ignored without a word.
+  checkOptionNames('StampedeModule', options, OPTION_NAMES, fail);
   const given = ['redis', 'cacheManager', 'store'].filter(
     (k) => options[k as keyof StampedeModuleOptions] !== undefined,
   );

@@ -1,18 +1,21 @@
 import { DEFAULT_REPLY_PREFIX } from '../core/entry-codec';
 import { StreamBatchAckConfigError } from '../core/errors';
-import { nearestName } from '../core/nearest-name';
+import {
+  checkOptionNames as checkNames,
+  isPlainObject,
+  type OptionNames,
+  type OptionTree,
+} from '@nest-redis-resilience/common';
 import { PartitionsOption } from '../partitions/partition-layout';
 import { isClusterConnection, type RedisStreamsClusterConnection } from '../redis/connection';
 
 /** The checks that the server's and the client's options share. */
 
-/**
- * The option names of an options object: `true` for a leaf (or a value not looked into, such as
- * ioredis options), a nested object for a group of options whose names are fixed too. Each level
- * is typed against its options interface, so an option added there must be listed here.
- */
-export type OptionTree = { [name: string]: true | OptionTree };
-export type OptionNames<T> = Record<keyof Required<T>, true | OptionTree>;
+export type { OptionNames, OptionTree };
+
+function fail(option: string, reason: string): never {
+  throw new StreamBatchAckConfigError(option, reason);
+}
 
 const CLUSTER_CONNECTION: OptionNames<RedisStreamsClusterConnection> = {
   cluster: true,
@@ -29,36 +32,13 @@ export function checkOptionNames(
   options: object,
   tree: OptionTree,
 ): void {
-  checkNames(owner, options, tree, '');
+  checkNames(owner, options, tree, fail);
   const { connection, partitions } = options as { connection?: unknown; partitions?: unknown };
   if (isPlainObject(connection) && isClusterConnection(connection as never))
-    checkNames(owner, connection, CLUSTER_CONNECTION, 'connection.');
+    checkNames(owner, connection, CLUSTER_CONNECTION, fail, 'connection.');
   if (isPlainObject(partitions))
     for (const [stream, spec] of Object.entries(partitions))
-      if (isPlainObject(spec)) checkNames(owner, spec, PARTITION, `partitions.${stream}.`);
-}
-
-function checkNames(owner: string, options: object, tree: OptionTree, path: string): void {
-  const names = Object.keys(tree);
-  for (const [name, value] of Object.entries(options)) {
-    const option = `${path}${name}`;
-    const sub = tree[name];
-    if (sub === undefined) {
-      const near = nearestName(name, names);
-      throw new StreamBatchAckConfigError(
-        option,
-        `${owner} has no such option. ` +
-          (near !== undefined
-            ? `Did you mean "${path}${near}"?`
-            : `The options${path ? ` of "${path.slice(0, -1)}"` : ''} are: ${names.join(', ')}.`),
-      );
-    }
-    if (sub !== true && isPlainObject(value)) checkNames(owner, value, sub, `${option}.`);
-  }
-}
-
-function isPlainObject(value: unknown): value is object {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
+      if (isPlainObject(spec)) checkNames(owner, spec, PARTITION, fail, `partitions.${stream}.`);
 }
 
 export function replyPrefix(value: string | undefined): string {

@@ -1,0 +1,50 @@
+import { StampedeConfigError } from '../core/errors';
+import type { StampedeModuleOptions } from './stampede.options';
+import { validateStampedeOptions } from './stampede-options.validation';
+
+describe('validateStampedeOptions', () => {
+  const refused = (options: object) => {
+    try {
+      validateStampedeOptions(options as StampedeModuleOptions);
+    } catch (err) {
+      expect(err).toBeInstanceOf(StampedeConfigError);
+      return (err as Error).message;
+    }
+    throw new Error('accepted');
+  };
+
+  it('names a misspelled option and the one it most likely means', () => {
+    expect(refused({ defaultTTL: '1m' })).toBe(
+      'StampedeModule option "defaultTTL": StampedeModule has no such option. Did you mean "defaultTtl"?',
+    );
+    expect(refused({ redis: 'redis://127.0.0.1:6379', keyprefix: 'app:' })).toContain(
+      'Did you mean "keyPrefix"?',
+    );
+  });
+
+  it('lists the options when nothing is near', () => {
+    const message = refused({ zzzzzzzz: 1 });
+    expect(message).toContain(
+      'StampedeModule option "zzzzzzzz": StampedeModule has no such option.',
+    );
+    expect(message).toContain('redis, cacheManager, store, keyPrefix, defaultTtl');
+  });
+
+  it('accepts every documented option, and values it does not look into', () => {
+    expect(() =>
+      validateStampedeOptions({
+        redis: { host: '127.0.0.1', port: 6379, lazyConnect: true },
+        keyPrefix: 'app:',
+        defaultTtl: '5m',
+        operationTimeout: 500,
+        cooldown: 1000,
+        connectTimeout: 2000,
+        l1: { maxEntries: 10, maxBytes: 1000, maxStaleMs: 100 },
+        lastKnown: { maxEntries: 10 },
+        serializer: { serialize: JSON.stringify, deserialize: JSON.parse },
+        telemetry: { metrics: false, tracing: false },
+      }),
+    ).not.toThrow();
+    expect(() => validateStampedeOptions({ memory: { maxEntries: 10 } })).not.toThrow();
+  });
+});
