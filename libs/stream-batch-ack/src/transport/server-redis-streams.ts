@@ -23,7 +23,7 @@ import { checkPartitionCounts } from '../partitions/partition-metadata';
 import { defineLeaseScripts, LeaseScripts, leaseKeys } from '../partitions/lease-scripts';
 import { PartitionOwnership } from '../partitions/partition-ownership';
 import { readGroupStats, StreamGroupStats } from '../partitions/partition-stats';
-import { closeClient, createRedisClient, isClusterConnection } from '../redis/connection';
+import { closeClient, idempotencyClientOf, isClusterTarget } from '../redis/connection';
 import {
   groupStreamsForReading,
   keySlot,
@@ -164,7 +164,7 @@ export class ServerRedisStreams
   protected async start(): Promise<void> {
     this.resolveRoutes();
     const streams = [...this.routes.keys()];
-    const cluster = isClusterConnection(this.options.connection);
+    const cluster = isClusterTarget(this.options.connection);
     if (cluster) this.checkClusterSlots(streams);
     this.readGroups = groupStreamsForReading(streams, cluster);
     this.readers = Array.from({ length: Math.max(1, this.readGroups.length) }, () =>
@@ -416,10 +416,11 @@ export class ServerRedisStreams
     let redis: Client | null = null;
     if (idem?.store === 'redis') {
       if (idem.redis === undefined) redis = commands;
-      else if (typeof idem.redis === 'string' || !('status' in idem.redis)) {
-        redis = createRedisClient(idem.redis as string | RedisOptions, {});
-        this.ownedIdempotencyClient = redis;
-      } else redis = idem.redis as Client;
+      else {
+        const { client, owned } = idempotencyClientOf(idem.redis);
+        redis = client as Client;
+        if (owned) this.ownedIdempotencyClient = redis;
+      }
     }
     return new IdempotencyStore({
       redis,
