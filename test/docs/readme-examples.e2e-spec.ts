@@ -1,7 +1,8 @@
 /**
- * The README examples compile: for each README, and each page under docs/, its ```ts blocks are
- * concatenated in the order shown (as a reader pasting them one after the other into one file
- * would) and type-checked, strict, against the packages' sources. Nothing is written to disk:
+ * The README examples compile: for each README, and each page under docs/ and
+ * libs/<package>/docs/, its ```ts blocks are concatenated in the order shown (as a reader pasting
+ * them one after the other into one file would) and type-checked, strict, against the packages'
+ * sources. Nothing is written to disk:
  * the file lives in memory.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -21,18 +22,22 @@ function markdownUnder(dir: string): string[] {
     .sort();
 }
 
+const PACKAGES = ['stampede', 'stream-batch-ack'];
+
 /**
  * The files whose ```ts blocks must compile, each on its own; `required`: it must have some.
- * The pages under docs/<package>/ hold the reference parts of its README.
+ * The pages under libs/<package>/docs/ (shipped in the package) hold the reference parts of its
+ * README.
  */
 const READMES = [
   { file: 'README.md', required: false },
   { file: 'libs/stampede/README.md', required: true },
   { file: 'libs/stream-batch-ack/README.md', required: true },
   ...markdownUnder('docs').map((file) => ({ file, required: false })),
+  ...PACKAGES.flatMap((pkg) =>
+    markdownUnder(`libs/${pkg}/docs`).map((file) => ({ file, required: false })),
+  ),
 ];
-
-const PACKAGES = ['stampede', 'stream-batch-ack'];
 
 interface Block {
   /** 1-based line of the README where the block's code starts. */
@@ -128,7 +133,12 @@ describe('README examples compile when pasted into one file in the order shown',
 
   it('checks the docs pages of the packages', () => {
     expect(READMES.map((r) => r.file)).toEqual(
-      expect.arrayContaining(['docs/stampede/telemetry.md', 'docs/stampede/http-routes.md']),
+      expect.arrayContaining([
+        'libs/stampede/docs/telemetry.md',
+        'libs/stampede/docs/http-routes.md',
+        'libs/stream-batch-ack/docs/options.md',
+        'libs/stream-batch-ack/docs/telemetry.md',
+      ]),
     );
   });
 

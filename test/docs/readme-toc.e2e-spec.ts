@@ -17,11 +17,11 @@ describe.each([
   'libs/stampede/README.md',
   'libs/stream-batch-ack/README.md',
   'docs/benchmarks.md',
-  'docs/stampede/http-routes.md',
-  'docs/stampede/telemetry.md',
-  'docs/stream-batch-ack/dead-letters.md',
-  'docs/stream-batch-ack/options.md',
-  'docs/stream-batch-ack/telemetry.md',
+  'libs/stampede/docs/http-routes.md',
+  'libs/stampede/docs/telemetry.md',
+  'libs/stream-batch-ack/docs/dead-letters.md',
+  'libs/stream-batch-ack/docs/options.md',
+  'libs/stream-batch-ack/docs/telemetry.md',
 ])('%s', (file) => {
   it('has a table of contents that lists every section (npm run docs:toc rewrites it)', () => {
     const text = readFileSync(join(root, file), 'utf8');

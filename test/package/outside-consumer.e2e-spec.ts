@@ -21,7 +21,7 @@ import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, lstatSync, readFileSync, realpathSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { delimiter, join, relative, sep } from 'node:path';
+import { delimiter, join, posix, relative, sep } from 'node:path';
 import { Redis } from 'ioredis';
 import { deleteKeys, REDIS_URL, uniquePrefix } from '../support/redis';
 
@@ -34,6 +34,29 @@ const GROUP = 'outside-consumer';
 
 /** The files a tarball may hold besides dist/, and must hold. */
 const TOP_LEVEL_FILES = ['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md'];
+
+/**
+ * The reference pages a package ships beside its README (docs/ in the tarball): the README links
+ * to them, so they must be readable where the package is installed.
+ */
+const DOCS_PAGES: Record<string, string[]> = {
+  '@nest-redis-resilience/common': [],
+  '@nest-redis-resilience/stampede': ['docs/http-routes.md', 'docs/telemetry.md'],
+  '@nest-redis-resilience/stream-batch-ack': [
+    'docs/dead-letters.md',
+    'docs/options.md',
+    'docs/telemetry.md',
+  ],
+};
+
+/** The relative link targets of a Markdown file (outside code blocks), without their #fragment. */
+function relativeLinks(markdown: string): string[] {
+  const text = markdown.replace(/^ {0,3}(`{3,}|~{3,})[\s\S]*?^ {0,3}\1/gm, '');
+  return [...text.matchAll(/\]\(([^)\s]+)\)/g)]
+    .map(([, link]) => link)
+    .filter((link) => !/^[a-z][a-z0-9+.-]*:/i.test(link) && !link.startsWith('#'))
+    .map((link) => link.split('#')[0]);
+}
 
 /** common first: the other two depend on it (and build it before themselves). */
 const PACKAGES = [
@@ -642,13 +665,14 @@ describe('the packed packages in NestJS 11 and 12 apps outside the repository', 
 
   describe('npm pack', () => {
     it.each(PACKAGES.map((p) => p.name))(
-      '%s: the tarball holds package.json, README.md, LICENSE, CHANGELOG.md and dist/ only (no sources, specs or tests)',
+      '%s: the tarball holds package.json, README.md, LICENSE, CHANGELOG.md, its docs pages and dist/ only (no sources, specs or tests)',
       (name) => {
         const { packed, dryRun, packageJson } = packs[name];
         expect(dryRun).toEqual(packed);
         const unexpected = dryRun.filter(
           (path) =>
             !TOP_LEVEL_FILES.includes(path) &&
+            !DOCS_PAGES[name].includes(path) &&
             !(
               path.startsWith('dist/') &&
               (!path.endsWith('.ts') || path.endsWith('.d.ts')) &&
@@ -661,16 +685,38 @@ describe('the packed packages in NestJS 11 and 12 apps outside the repository', 
       },
     );
 
-    it('stampede and stream-batch-ack depend on common at its version, and it on nothing', () => {
+    it('stampede and stream-batch-ack depend on common at its version, and it only on their ioredis peer', () => {
       const common = packs['@nest-redis-resilience/common'].packageJson;
       for (const name of [
         '@nest-redis-resilience/stampede',
         '@nest-redis-resilience/stream-batch-ack',
-      ] as const)
+      ] as const) {
         expect(packs[name].packageJson.dependencies).toEqual({ [common.name]: common.version });
+        expect(packs[name].packageJson.peerDependencies?.ioredis).toBe(
+          common.peerDependencies?.ioredis,
+        );
+      }
       expect(common.dependencies).toBeUndefined();
-      expect(common.peerDependencies).toBeUndefined();
+      expect(Object.keys(common.peerDependencies ?? {})).toEqual(['ioredis']);
     });
+
+    it.each(PACKAGES.map((p) => p.name))(
+      '%s: every relative link of its README and docs pages points at a file in the tarball',
+      (name) => {
+        const { dir } = PACKAGES.find((p) => p.name === name)!;
+        const { dryRun } = packs[name];
+        for (const page of DOCS_PAGES[name]) expect(dryRun).toContain(page);
+        const outside: string[] = [];
+        for (const file of ['README.md', ...DOCS_PAGES[name]]) {
+          const text = readFileSync(join(root, dir, file), 'utf8');
+          for (const link of relativeLinks(text)) {
+            const target = posix.normalize(posix.join(posix.dirname(file), link));
+            if (!dryRun.includes(target)) outside.push(`${file}: ${link}`);
+          }
+        }
+        expect(outside).toEqual([]);
+      },
+    );
 
     it.each(PACKAGES.map((p) => p.name))(
       '%s: the tarball has all of README.md, LICENSE and CHANGELOG.md',

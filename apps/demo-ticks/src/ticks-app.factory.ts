@@ -12,6 +12,7 @@ import { RedactingLogger } from './logging/redacting-logger';
 import { registerOtelPrometheus } from './metrics/otel-prometheus';
 import { TicksMetrics } from './metrics/ticks.metrics';
 import { TicksAppModule } from './ticks-app.module';
+import { TICKS_PATTERN } from './ticks.constants';
 
 export interface TicksApp {
   app: INestApplication;
@@ -41,6 +42,8 @@ export function createTicksServer(config: TicksSettings): ServerRedisStreams {
   const { consumer } = config;
   return new ServerRedisStreams({
     connection: transportConnection(config.redis),
+    // The handler's pattern names no stream: it reads TICKS_STREAM.
+    streams: { [TICKS_PATTERN]: consumer.stream },
     // TICKS_PARTITIONS: one group over the partitions, read by every consumer (a reader per slot).
     partitions: partitionsOption(consumer),
     group: consumer.group,
@@ -84,8 +87,8 @@ export async function createTicksApp(
     logger: appLogger(config.logging.level),
     abortOnError: false,
   });
-  // The consumer registers its handler with the server in onModuleInit, so the app is initialised
-  // before the server listens (a hybrid app's startAllMicroservices() does not initialise it).
+  // Initialised before the server listens (a hybrid app's startAllMicroservices() does not
+  // initialise it): the consumer's providers (CandleStore, its scripts) are ready for its handler.
   try {
     await app.init();
   } catch (err) {

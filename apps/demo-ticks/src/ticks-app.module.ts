@@ -2,7 +2,7 @@ import { DynamicModule, Inject, Injectable, Module, OnApplicationShutdown } from
 import { TerminusModule } from '@nestjs/terminus';
 import { RedisStreamsHealthModule } from '@nest-redis-resilience/stream-batch-ack/health';
 import { Registry } from 'prom-client';
-import { ServerRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
+import { RedisStreamsModule, ServerRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
 import { CandleStore } from './candles/candle-store';
 import { CollectorModule } from './collector/collector.module';
 import { configToken, ticksConfigModule } from './config/ticks-config.module';
@@ -43,8 +43,8 @@ export class TicksRedisLifecycle implements OnApplicationShutdown {
 export class TicksAppModule {
   /**
    * `settings` (from parseTicksEnv) become the ConfigModule namespaces; `server` is the instance
-   * passed to connectMicroservice (the consumer registers its handler with it, the health check
-   * reads it).
+   * passed to connectMicroservice (the consumer dead-letters through its options, the health
+   * check reads it).
    */
   static register(settings: TicksSettings, server: ServerRedisStreams): DynamicModule {
     const metricsRegistry = new Registry(); // this app's (see ticks-metrics.providers.ts)
@@ -52,6 +52,8 @@ export class TicksAppModule {
       module: TicksAppModule,
       imports: [
         ticksConfigModule(settings),
+        // The handler runs through Nest: dead letters of failed batches keep its original error.
+        RedisStreamsModule.forRoot(),
         TerminusModule,
         RedisStreamsHealthModule,
         ticksPrometheusModule(metricsRegistry),

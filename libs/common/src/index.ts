@@ -9,3 +9,14 @@ export { LruCache, type LruCacheOptions } from './lru-cache';
 export { editDistance, nearestName } from './nearest-name';
 export { checkOptionNames, isPlainObject, type OptionNames, type OptionTree } from './option-names';
 export { type LuaScript, registerScripts, type ScriptHost } from './lua-script';
+export {
+  closeRedisClient,
+  isClusterConnection,
+  isClusterTarget,
+  isRedisClient,
+  type RedisClient,
+  type RedisClientSettings,
+  type RedisClusterConnection,
+  type RedisConnection,
+  redisClientOf,
+} from './redis-connection';

@@ -91,6 +91,7 @@ export {
 
 export { RedisStore } from './redis/redis-store';
 export type { RedisStoreOptions, RedisConnection } from './redis/redis-store';
+export type { RedisClusterConnection } from '@nest-redis-resilience/common';
 export { MemoryStore } from './memory/memory-store';
 export type { MemoryStoreOptions } from './memory/memory-store';
 export { CacheManagerStore } from './cache-manager/cache-manager-store';

@@ -77,6 +77,7 @@ export {
   RedisStreamsStatus,
 } from './redis/redis-streams.events';
 export type { RedisStreamsClusterConnection, RedisStreamsConnection } from './redis/connection';
+export type { RedisClusterConnection, RedisConnection } from '@nest-redis-resilience/common';
 export {
   type RedisStreamsClientOptions,
   type RedisStreamsServerOptions,

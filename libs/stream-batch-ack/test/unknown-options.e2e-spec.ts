@@ -111,6 +111,7 @@ describe('every documented option is accepted', () => {
     const all: Required<RedisStreamsServerOptions> = {
       connection: { cluster: [{ host: '127.0.0.1', port: 1 }], clusterOptions: {} },
       group: 'g',
+      streams: { orders: 'app:orders' },
       consumer: 'c',
       startId: '$',
       read: { count: 10, blockMs: 10 },

@@ -1,16 +1,19 @@
-import { Controller, Logger, OnModuleInit } from '@nestjs/common';
+import { Controller, Logger } from '@nestjs/common';
+import { Ctx, Payload } from '@nestjs/microservices';
 import {
   deadLetterFields,
   RedisStreamsBatchContext,
   ServerRedisStreams,
+  StreamEventPattern,
 } from '@nest-redis-resilience/stream-batch-ack';
 import { entryIdTime } from '../candles/candle';
 import { CandleStore, DoneMark, TickEntry } from '../candles/candle-store';
 import { checkTickTime, parseTick } from '../candles/tick';
 import { InjectConfig } from '../config/ticks-config.module';
-import { ConsumerSettings, LimitsSettings } from '../config/ticks-env.schema';
+import { LimitsSettings } from '../config/ticks-env.schema';
 import { TicksMetrics } from '../metrics/ticks.metrics';
 import { TicksLiveFeed } from '../page/live-feed';
+import { TICKS_PATTERN } from '../ticks.constants';
 
 /**
  * Why the consumer dead-lettered a tick (the `reason` of its dead-letter entry):
@@ -29,35 +32,27 @@ export type TickRejection = 'invalid-tick' | 'ts-out-of-window' | 'volume-overfl
  * gets past that check is not counted twice. Ticks that would corrupt a candle are dead-lettered
  * (TickRejection).
  *
- * The stream's name is configuration (`consumer.stream`), which a decorator cannot read: instead
- * of `@StreamEventPattern(stream, { batch: true })`, the handler is registered with the server
- * when the module starts, as that decorator would (an event handler taking batches). Two apps in
- * one process (the e2e tests) each consume their own stream.
+ * The stream's name is configuration (`consumer.stream`), which a decorator cannot read: the
+ * handler's pattern is TICKS_PATTERN, which the server's option `streams` maps to that stream
+ * (createTicksServer). Two apps in one process (the e2e tests) each consume their own stream.
  */
 @Controller()
-export class TicksConsumerController implements OnModuleInit {
+export class TicksConsumerController {
   private readonly logger = new Logger('TicksConsumer');
 
   constructor(
     private readonly server: ServerRedisStreams,
     private readonly store: CandleStore,
     private readonly metrics: TicksMetrics,
-    @InjectConfig('consumer') private readonly consumer: ConsumerSettings,
     @InjectConfig('limits') private readonly limits: LimitsSettings,
     private readonly live: TicksLiveFeed,
   ) {}
 
-  /** Before the server listens: createTicksApp initialises the app before it starts the server. */
-  onModuleInit(): void {
-    this.server.addHandler(
-      this.consumer.stream,
-      (payloads: unknown[], ctx: RedisStreamsBatchContext) => this.onTicks(payloads, ctx),
-      true,
-      { batch: true },
-    );
-  }
-
-  async onTicks(payloads: unknown[], ctx: RedisStreamsBatchContext): Promise<void> {
+  @StreamEventPattern(TICKS_PATTERN, { batch: true })
+  async onTicks(
+    @Payload() payloads: unknown[],
+    @Ctx() ctx: RedisStreamsBatchContext,
+  ): Promise<void> {
     const mark = ctx.getIdempotency();
     if (!mark) throw new Error('demo-ticks needs the transport idempotency with the Redis store');
     const valid: TickEntry[] = [];

@@ -1,4 +1,4 @@
-import type { Cluster, Redis, RedisOptions } from 'ioredis';
+import type { RedisConnection } from '@nest-redis-resilience/common';
 import type { CacheManagerLike } from '../cache-manager/cache-manager-store';
 import type { Duration } from '../core/duration';
 import type { StampedeSerializer } from '../core/envelope';
@@ -7,10 +7,11 @@ import type { TelemetryOptions } from '../telemetry/telemetry.options';
 
 export interface StampedeModuleOptions {
   /**
-   * Redis to use: a URL, ioredis options, or a client (Redis or Cluster) the app owns and closes.
+   * Redis to use: a redis:// URL, ioredis options, `{ cluster: nodes, clusterOptions? }` for a
+   * Redis Cluster, or a client (Redis or Cluster) the app owns and closes.
    * Without `redis`, `cacheManager` or `store`, values and locks stay in this process.
    */
-  redis?: string | RedisOptions | Redis | Cluster;
+  redis?: RedisConnection;
   /** Keep values in an existing cache-manager Cache (e.g. injected CACHE_MANAGER); locks are then per process. */
   cacheManager?: CacheManagerLike;
   /** A custom store. */

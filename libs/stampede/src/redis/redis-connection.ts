@@ -1,8 +1,13 @@
-import { Cluster, Redis, RedisOptions, ReplyError } from 'ioredis';
+import { Cluster, type RedisOptions, ReplyError } from 'ioredis';
+import {
+  isRedisClient,
+  type RedisClient,
+  type RedisConnection,
+  redisClientOf,
+} from '@nest-redis-resilience/common';
 import { StoreUnavailableError } from '../core/errors';
 
-export type RedisConnection = string | RedisOptions | Redis | Cluster;
-export type RedisClient = Redis | Cluster;
+export { isRedisClient, type RedisClient, type RedisConnection };
 
 /** Options for the clients this store creates itself: fail fast rather than queue while Redis is down. */
 const OWNED_CLIENT_DEFAULTS: RedisOptions = {
@@ -15,20 +20,12 @@ const OWNED_CLIENT_DEFAULTS: RedisOptions = {
   disconnectTimeout: 500,
 };
 
-export function isRedisClient(value: unknown): value is RedisClient {
-  return value instanceof Redis || value instanceof Cluster;
-}
-
-/** The client of `connection`, and whether this store made it (and so closes it). */
+/** The client of `connection`, and whether this store made it (and so closes it): a given client is the app's. */
 export function clientOf(connection: RedisConnection): { client: RedisClient; owned: boolean } {
-  if (isRedisClient(connection)) return { client: connection, owned: false };
-  const client =
-    typeof connection === 'string'
-      ? new Redis(connection, OWNED_CLIENT_DEFAULTS)
-      : new Redis({ ...OWNED_CLIENT_DEFAULTS, ...connection });
+  const made = redisClientOf(connection, { defaults: OWNED_CLIENT_DEFAULTS });
   // Errors surface on each call; without a listener ioredis would print every reconnect attempt.
-  client.on('error', () => undefined);
-  return { client, owned: true };
+  if (made.owned) made.client.on('error', () => undefined);
+  return made;
 }
 
 /** The connection's publish/subscribe verbs: sharded pub/sub on a Cluster keeps a key's notifications on its shard. */

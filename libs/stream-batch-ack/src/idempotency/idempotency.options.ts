@@ -1,4 +1,4 @@
-import type { Cluster, Redis, RedisOptions } from 'ioredis';
+import type { RedisConnection } from '@nest-redis-resilience/common';
 
 export interface TransportIdempotencyOptions {
   /**
@@ -6,8 +6,11 @@ export interface TransportIdempotencyOptions {
    * 'redis': the LRU (L1) and Redis (L2), shared by every consumer of the group.
    */
   store?: 'memory' | 'redis';
-  /** L2 connection. Default: the server's own command connection. */
-  redis?: string | RedisOptions | Redis | Cluster;
+  /**
+   * L2 connection: a redis:// URL, ioredis options, `{ cluster: nodes, clusterOptions? }`, or a
+   * client the app owns and closes (used as it is). Default: the server's own command connection.
+   */
+  redis?: RedisConnection;
   /** Prefix of the L2 records. Default 'sba:idem:'. Put a hash tag in it (`'sba:idem:{ticks}:'`) to keep the records of a Cluster in the slot of your effect's keys. */
   keyPrefix?: string;
   /** How long a processed key is remembered, in ms. Default 60_000. */

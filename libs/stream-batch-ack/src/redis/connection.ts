@@ -1,77 +1,74 @@
-import { Cluster, type ClusterNode, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import {
+  closeRedisClient,
+  isClusterConnection,
+  isClusterTarget,
+  type RedisClient,
+  type RedisClusterConnection,
+  type RedisConnection,
+  redisClientOf,
+} from '@nest-redis-resilience/common';
 
 /** A Redis Cluster: its seed nodes and ioredis Cluster options. */
-export interface RedisStreamsClusterConnection {
-  cluster: ClusterNode[];
-  clusterOptions?: ClusterOptions;
-}
+export type RedisStreamsClusterConnection = RedisClusterConnection;
 
-export type RedisStreamsConnection = string | RedisOptions | RedisStreamsClusterConnection;
+/** A redis:// URL, ioredis options, `{ cluster: nodes, clusterOptions? }`, or an ioredis client. */
+export type RedisStreamsConnection = RedisConnection;
+
+export { isClusterConnection, isClusterTarget };
 
 /**
- * Builds an ioredis client from `string | RedisOptions`, with our overrides on top. RESP2 is
- * forced: the stream commands are parsed in their RESP2 shape (ioredis 6 defaults to RESP3).
- * `disconnectTimeout` defaults to 500 ms so that a client closed while Redis is unreachable
- * does not hold the process for ioredis' default 2 s.
+ * RESP2 is forced: the stream commands are parsed in their RESP2 shape (ioredis 6 defaults to
+ * RESP3). `disconnectTimeout` defaults to 500 ms so that a client closed while Redis is
+ * unreachable does not hold the process for ioredis' default 2 s.
  */
-export function createRedisClient(
-  connection: string | RedisOptions,
+function settings(overrides: RedisOptions) {
+  return {
+    defaults: { disconnectTimeout: 500 },
+    overrides: { ...overrides, protocol: 2 } as RedisOptions,
+  };
+}
+
+/**
+ * A connection of the transport's own, with `overrides` on top (on a Cluster, `retryStrategy`
+ * becomes its `clusterRetryStrategy`, the rest applies to every node). A given client is
+ * duplicated: the transport needs connections of its own (blocking reads, RESP2) and closes
+ * them; the given client stays open, the app's to close.
+ */
+export function createStreamsClient(
+  connection: RedisStreamsConnection,
   overrides: RedisOptions,
-): Redis {
-  const userOptions = typeof connection === 'string' ? {} : connection;
-  const options: RedisOptions = {
-    disconnectTimeout: userOptions.disconnectTimeout ?? 500,
-    ...overrides,
-    protocol: 2,
-  } as RedisOptions;
-  return typeof connection === 'string'
-    ? new Redis(connection, options)
-    : new Redis({ ...connection, ...options });
+): RedisClient {
+  return redisClientOf(connection, { ...settings(overrides), givenClient: 'duplicate' }).client;
+}
+
+/** A single-node client from a redis:// URL (the DLQ command line). */
+export function createRedisClient(url: string, overrides: RedisOptions): Redis {
+  return createStreamsClient(url, overrides) as Redis;
+}
+
+/**
+ * The idempotency store's connection: a given client is used as it is and left open; otherwise
+ * a new client, which the caller closes (`owned`).
+ */
+export function idempotencyClientOf(connection: RedisStreamsConnection): {
+  client: RedisClient;
+  owned: boolean;
+} {
+  return redisClientOf(connection, settings({}));
+}
+
+/** The retry strategy the user gave, if any: the transport keeps it until it closes. */
+export function userRetryStrategy(
+  connection: RedisStreamsConnection,
+): ((times: number) => number | void | null) | undefined {
+  if (connection instanceof Cluster) return connection.options.clusterRetryStrategy ?? undefined;
+  if (isClusterConnection(connection))
+    return connection.clusterOptions?.clusterRetryStrategy ?? undefined;
+  if (connection instanceof Redis) return connection.options.retryStrategy ?? undefined;
+  if (typeof connection === 'object') return connection.retryStrategy ?? undefined;
+  return undefined;
 }
 
 /** QUIT when connected (pending replies arrive first), otherwise drop the connection and stop reconnecting. */
-export async function closeClient(client: Redis | Cluster | null | undefined): Promise<void> {
-  if (!client || client.status === 'end') return;
-  if (client.status === 'ready') {
-    try {
-      await client.quit();
-      return;
-    } catch {
-      // fall through
-    }
-  }
-  client.disconnect();
-}
-
-export function isClusterConnection(
-  connection: string | RedisOptions | RedisStreamsClusterConnection,
-): connection is RedisStreamsClusterConnection {
-  return (
-    typeof connection === 'object' && Array.isArray((connection as { cluster?: unknown }).cluster)
-  );
-}
-
-/**
- * Builds an ioredis Cluster client: `overrides.retryStrategy` becomes the cluster's
- * `clusterRetryStrategy`, the other overrides apply to every node connection (RESP2 forced).
- */
-export function createClusterClient(
-  connection: RedisStreamsClusterConnection,
-  overrides: RedisOptions,
-): Cluster {
-  const { retryStrategy, lazyConnect, ...nodeOverrides } = overrides;
-  const user = connection.clusterOptions ?? {};
-  return new Cluster(connection.cluster, {
-    ...user,
-    lazyConnect: lazyConnect ?? user.lazyConnect,
-    clusterRetryStrategy: retryStrategy
-      ? (times: number) => retryStrategy(times) ?? null
-      : user.clusterRetryStrategy,
-    redisOptions: {
-      disconnectTimeout: 500,
-      ...user.redisOptions,
-      ...nodeOverrides,
-      protocol: 2,
-    } as RedisOptions,
-  });
-}
+export const closeClient = closeRedisClient;

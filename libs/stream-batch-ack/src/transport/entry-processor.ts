@@ -29,8 +29,10 @@ import type { ServerTelemetry } from '../telemetry/server-telemetry';
 export interface Route {
   /** The physical stream read (a partition's stream for a partitioned one). */
   stream: string;
-  /** The handler's pattern, when it differs from `stream` (the logical stream of a partition). */
+  /** The logical stream of a partition (its partitioned stream's name). */
   pattern?: string;
+  /** The handler's pattern, when it is not the (logical) stream: the option `streams` maps it. */
+  handler?: string;
   /** Set for the partitions of a partitioned stream. */
   partition?: StreamPartition;
   /** `@EventPattern(stream, { batch: true })`: the handler takes the whole read batch. */

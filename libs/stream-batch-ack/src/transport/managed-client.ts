@@ -7,10 +7,9 @@ import {
   RedisStreamsStatus,
 } from '../redis/redis-streams.events';
 import {
-  createClusterClient,
-  createRedisClient,
-  isClusterConnection,
+  createStreamsClient,
   type RedisStreamsConnection,
+  userRetryStrategy,
 } from '../redis/connection';
 
 export type EventListener = {
@@ -30,19 +29,15 @@ export interface ManagedClientHooks {
 }
 
 /**
- * One ioredis client (a single node or a Cluster) as both the server and the client use it:
- * lazy connect, the user's retry strategy until the owner closes, errors logged, status reported.
+ * One ioredis client (a single node or a Cluster) as both the server and the client use it, of
+ * their own (a given client is duplicated): lazy connect, the user's retry strategy until the owner closes, errors logged, status reported.
  */
 export function createManagedClient(
   connection: RedisStreamsConnection,
   overrides: RedisOptions,
   hooks: ManagedClientHooks,
 ): Redis | Cluster {
-  const userRetry = isClusterConnection(connection)
-    ? connection.clusterOptions?.clusterRetryStrategy
-    : typeof connection === 'object'
-      ? connection.retryStrategy
-      : undefined;
+  const userRetry = userRetryStrategy(connection);
   const options: RedisOptions = {
     ...overrides,
     lazyConnect: true,
@@ -51,9 +46,7 @@ export function createManagedClient(
       return userRetry ? userRetry(times) : Math.min(times * 50, 2000);
     },
   };
-  const client: Redis | Cluster = isClusterConnection(connection)
-    ? createClusterClient(connection, options)
-    : createRedisClient(connection, options);
+  const client = createStreamsClient(connection, options);
   client.on(RedisStreamsEventsMap.ERROR, (err: Error) => {
     if (!hooks.isClosed()) hooks.logger.error(`Redis ${hooks.type} connection: ${err.message}`);
   });

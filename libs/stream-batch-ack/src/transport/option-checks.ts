@@ -8,6 +8,7 @@ import {
 } from '@nest-redis-resilience/common';
 import { PartitionsOption } from '../partitions/partition-layout';
 import { isClusterConnection, type RedisStreamsClusterConnection } from '../redis/connection';
+import { isRedisClient } from '@nest-redis-resilience/common';
 
 /** The checks that the server's and the client's options share. */
 
@@ -34,7 +35,7 @@ export function checkOptionNames(
 ): void {
   checkNames(owner, options, tree, fail);
   const { connection, partitions } = options as { connection?: unknown; partitions?: unknown };
-  if (isPlainObject(connection) && isClusterConnection(connection as never))
+  if (isPlainObject(connection) && isClusterConnection(connection))
     checkNames(owner, connection, CLUSTER_CONNECTION, fail, 'connection.');
   if (isPlainObject(partitions))
     for (const [stream, spec] of Object.entries(partitions))
@@ -70,12 +71,10 @@ export function checkConnection(connection: unknown): void {
   if (!connection || typeof connection !== 'object')
     throw new StreamBatchAckConfigError(
       'connection',
-      'give a redis:// URL, ioredis options, or { cluster: [{ host, port }, ...] }.',
+      'give a redis:// URL, ioredis options, { cluster: [{ host, port }, ...] }, or an ioredis client.',
     );
-  if (
-    isClusterConnection(connection as never) &&
-    (connection as { cluster: unknown[] }).cluster.length === 0
-  )
+  if (isRedisClient(connection)) return;
+  if (isClusterConnection(connection) && connection.cluster.length === 0)
     throw new StreamBatchAckConfigError('connection.cluster', 'list at least one node.');
 }
 

@@ -60,11 +60,11 @@ export class RedisStreamsContext extends ErrorCarrier<RedisStreamsContextArgs> {
     super(args);
   }
 
-  /** The stream key: the pattern of the handler, or for a partitioned stream the partition's stream (`ticks:{2}`). */
+  /** The stream key: the handler's stream (its pattern, or the option `streams` maps it), or for a partitioned stream the partition's stream (`ticks:{2}`). */
   getStream(): string {
     return this.args[0];
   }
-  /** The pattern of the handler: the logical stream (`ticks`) of a partitioned stream, else `getStream()`. */
+  /** The logical stream (`ticks`) of a partitioned stream, else `getStream()`. */
   getLogicalStream(): string {
     return this.args[8]?.logicalStream ?? this.args[0];
   }
@@ -203,11 +203,11 @@ export class RedisStreamsBatchContext extends ErrorCarrier<RedisStreamsBatchCont
     super(args);
   }
 
-  /** The stream key: the pattern of the handler, or for a partitioned stream the partition's stream (`ticks:{2}`). */
+  /** The stream key: the handler's stream (its pattern, or the option `streams` maps it), or for a partitioned stream the partition's stream (`ticks:{2}`). */
   getStream(): string {
     return this.args[0];
   }
-  /** The pattern of the handler: the logical stream (`ticks`) of a partitioned stream, else `getStream()`. */
+  /** The logical stream (`ticks`) of a partitioned stream, else `getStream()`. */
   getLogicalStream(): string {
     return this.args[5]?.logicalStream ?? this.args[0];
   }

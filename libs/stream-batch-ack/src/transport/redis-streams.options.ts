@@ -13,6 +13,14 @@ export interface RedisStreamsServerOptions {
   connection: RedisStreamsConnection;
   /** Consumer group, created (with MKSTREAM) on every handled stream if missing. */
   group: string;
+  /**
+   * The stream a handler's pattern reads, when it is not the pattern itself: with
+   * `{ ticks: config.ticksStream }`, `@StreamEventPattern('ticks')` reads the stream that the
+   * configuration names (a decorator's argument is fixed when the class is defined). The other
+   * options (`partitions`, `deadLetter.stream`) and the context (`ctx.getStream()`) name the
+   * stream, not the pattern. Default: every pattern is its stream.
+   */
+  streams?: Record<string, string>;
   /** Consumer name inside the group. Default `${hostname}-${pid}`. */
   consumer?: string;
   /** Where a newly created group starts: '0' (the whole stream, default) or '$' (new entries only). */
@@ -85,6 +93,8 @@ export interface RedisStreamsServerOptions {
 export interface ResolvedServerOptions {
   connection: RedisStreamsConnection;
   group: string;
+  /** Pattern -> stream, for the patterns that do not name their stream. */
+  streams: ReadonlyMap<string, string>;
   consumer: string;
   startId: string;
   read: { count: number; blockMs: number };

@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import type { BackoffOptions } from '../core/backoff';
 import { StreamBatchAckConfigError } from '../core/errors';
 import type { TransportIdempotencyOptions } from '../idempotency/idempotency.options';
+import { isPlainObject } from '@nest-redis-resilience/common';
 import { resolvePartitions } from '../partitions/partition-layout';
 import { defaultDeadLetterStream } from '../redis/keys';
 import {
@@ -35,6 +36,7 @@ const IDEMPOTENCY: OptionNames<TransportIdempotencyOptions> = {
 const SERVER_OPTIONS: OptionNames<RedisStreamsServerOptions> = {
   connection: true,
   group: true,
+  streams: true,
   consumer: true,
   startId: true,
   read: { count: true, blockMs: true } satisfies ServerGroup<'read'>,
@@ -78,6 +80,7 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
   const resolved: ResolvedServerOptions = {
     connection: options.connection,
     group: options.group,
+    streams: streamsOption(options.streams),
     consumer: options.consumer ?? `${hostname()}-${process.pid}`,
     startId: options.startId ?? '0',
     read: {
@@ -161,6 +164,37 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
     int('idempotency.maxSize', idem.maxSize, 1, 1);
   }
   return resolved;
+}
+
+function streamsOption(value: unknown): ReadonlyMap<string, string> {
+  if (value === undefined) return new Map();
+  if (!isPlainObject(value))
+    throw new StreamBatchAckConfigError(
+      'streams',
+      `must be an object of pattern -> stream name ({ ticks: 'prod:ticks' }), got ${describe(value)}.`,
+    );
+  const map = new Map<string, string>();
+  const patternOf = new Map<string, string>();
+  for (const [pattern, stream] of Object.entries(value)) {
+    if (typeof stream !== 'string' || stream === '')
+      throw new StreamBatchAckConfigError(
+        `streams.${pattern}`,
+        `must be a stream name (a non-empty string), got ${describe(stream)}.`,
+      );
+    const other = patternOf.get(stream);
+    if (other !== undefined)
+      throw new StreamBatchAckConfigError(
+        `streams.${pattern}`,
+        `names the stream "${stream}" of the pattern "${other}" too: one handler per stream.`,
+      );
+    patternOf.set(stream, pattern);
+    if (stream !== pattern) map.set(pattern, stream);
+  }
+  return map;
+}
+
+function describe(value: unknown): string {
+  return JSON.stringify(value) ?? String(value);
 }
 
 function ordering(value: unknown): 'key' | 'none' {

@@ -23,7 +23,7 @@ import { checkPartitionCounts } from '../partitions/partition-metadata';
 import { defineLeaseScripts, LeaseScripts, leaseKeys } from '../partitions/lease-scripts';
 import { PartitionOwnership } from '../partitions/partition-ownership';
 import { readGroupStats, StreamGroupStats } from '../partitions/partition-stats';
-import { closeClient, createRedisClient, isClusterConnection } from '../redis/connection';
+import { closeClient, idempotencyClientOf, isClusterTarget } from '../redis/connection';
 import {
   groupStreamsForReading,
   keySlot,
@@ -164,7 +164,7 @@ export class ServerRedisStreams
   protected async start(): Promise<void> {
     this.resolveRoutes();
     const streams = [...this.routes.keys()];
-    const cluster = isClusterConnection(this.options.connection);
+    const cluster = isClusterTarget(this.options.connection);
     if (cluster) this.checkClusterSlots(streams);
     this.readGroups = groupStreamsForReading(streams, cluster);
     this.readers = Array.from({ length: Math.max(1, this.readGroups.length) }, () =>
@@ -305,7 +305,16 @@ export class ServerRedisStreams
   private resolveRoutes(): void {
     this.routes.clear();
     const idem = this.options.idempotency;
+    const patternOf = new Map<string, string>();
     for (const [pattern, handler] of this.messageHandlers) {
+      const logical = this.streamOf(pattern);
+      const other = patternOf.get(logical);
+      if (other !== undefined)
+        throw new StreamBatchAckConfigError(
+          'streams',
+          `the handlers of '${other}' and '${pattern}' would both read the stream "${logical}": one handler per stream.`,
+        );
+      patternOf.set(logical, pattern);
       const extras = (handler as MessageHandler).extras ?? {};
       const batch = extras.batch === true;
       const replies = !(handler as MessageHandler).isEventHandler;
@@ -315,30 +324,41 @@ export class ServerRedisStreams
           `@MessagePattern('${pattern}') cannot take batches: use @EventPattern('${pattern}', { batch: true }).`,
         );
       const marked = extras.idempotent as IdempotentOptions | undefined;
-      const route: Route = { stream: pattern, batch, replies };
+      const route: Route = { stream: logical, batch, replies };
+      if (logical !== pattern) route.handler = pattern;
       if (marked || idem)
         route.idempotent = {
           key: marked?.key,
           ttlMs: marked?.ttlMs ?? idem?.ttlMs ?? 60_000,
           lockMs: marked?.lockMs ?? idem?.lockMs ?? 30_000,
         };
-      if (this.layout.count(pattern) === undefined) this.routes.set(pattern, route);
+      if (this.layout.count(logical) === undefined) this.routes.set(logical, route);
       // A partitioned stream: one route per partition, all calling the handler of the pattern.
       else
-        for (const stream of this.layout.streams(pattern))
+        for (const stream of this.layout.streams(logical))
           this.routes.set(stream, {
             ...route,
             stream,
-            pattern,
+            pattern: logical,
             partition: this.layout.locate(stream),
             ordered: this.options.ordering === 'key',
           });
     }
     for (const logical of this.options.partitions.keys())
-      if (!this.messageHandlers.has(logical))
+      if (!patternOf.has(logical))
         this.logger.warn(
-          `partitions['${logical}'] is set, but no @EventPattern('${logical}') or @MessagePattern('${logical}') handler is registered here: its partitions are not read.`,
+          `partitions['${logical}'] is set, but no @EventPattern or @MessagePattern handler reads the stream '${logical}' here: its partitions are not read.`,
         );
+    for (const [pattern, stream] of this.options.streams)
+      if (!this.messageHandlers.has(pattern))
+        this.logger.warn(
+          `streams['${pattern}'] is set, but no @EventPattern('${pattern}') or @MessagePattern('${pattern}') handler is registered here: '${stream}' is not read.`,
+        );
+  }
+
+  /** The stream that the handler of `pattern` reads: the pattern, unless the option `streams` maps it. */
+  private streamOf(pattern: string): string {
+    return this.options.streams.get(pattern) ?? pattern;
   }
 
   /** The leases of the ordered partitions, or null when no handler reads an ordered partition. */
@@ -416,10 +436,11 @@ export class ServerRedisStreams
     let redis: Client | null = null;
     if (idem?.store === 'redis') {
       if (idem.redis === undefined) redis = commands;
-      else if (typeof idem.redis === 'string' || !('status' in idem.redis)) {
-        redis = createRedisClient(idem.redis as string | RedisOptions, {});
-        this.ownedIdempotencyClient = redis;
-      } else redis = idem.redis as Client;
+      else {
+        const { client, owned } = idempotencyClientOf(idem.redis);
+        redis = client as Client;
+        if (owned) this.ownedIdempotencyClient = redis;
+      }
     }
     return new IdempotencyStore({
       redis,
@@ -451,7 +472,7 @@ export class ServerRedisStreams
     payload: unknown,
     ctx: RedisStreamsContext | RedisStreamsBatchContext,
   ): Promise<unknown> {
-    const handler = this.messageHandlers.get(route.pattern ?? route.stream)!;
+    const handler = this.messageHandlers.get(route.handler ?? route.pattern ?? route.stream)!;
     // Nothing to record and no processing hooks: the handler alone (no step of ours per message).
     if (
       this.onProcessingStartHook === this.defaultStartHook &&
@@ -499,7 +520,7 @@ export class ServerRedisStreams
     headers: Headers,
   ): unknown {
     if (!this.customDeserializer) return payload;
-    const pattern = route.pattern ?? route.stream;
+    const pattern = route.handler ?? route.pattern ?? route.stream;
     const packet: { pattern: string; data: unknown; id?: string; metadata?: Headers } = {
       pattern,
       data: payload,
@@ -570,11 +591,12 @@ export class ServerRedisStreams
 
   /**
    * The streams this server reads, as its handlers name them (`@EventPattern(stream)`,
-   * `@MessagePattern(stream)`): a partitioned stream by its logical name
-   * (`partitionStreams(stream)` lists its partitions). Known once Nest registered the handlers.
+   * `@MessagePattern(stream)`, or the stream the option `streams` maps their pattern to): a
+   * partitioned stream by its logical name (`partitionStreams(stream)` lists its partitions).
+   * Known once Nest registered the handlers.
    */
   get streams(): string[] {
-    return [...this.messageHandlers.keys()];
+    return [...this.messageHandlers.keys()].map((pattern) => this.streamOf(pattern));
   }
 
   /** The streams each blocking reader reads with one XREADGROUP call (one group on a single Redis). */
