@@ -7,7 +7,7 @@
  */
 import { join } from 'node:path';
 import { loadavg } from 'node:os';
-import { summarizeProfile } from '../ticks/profile-summary';
+import { summarizeProfile } from '../shared/cpu-profile';
 import { renderTable } from '../shared/table';
 import type { ShortenerProcess, StartOptions } from './app-process';
 import { LoadResult, runLoad } from './load';
