@@ -39,8 +39,8 @@ export const num = <D extends number | undefined>(dflt: D, help: string, more: M
 export const str = <D extends string | undefined>(dflt: D, help: string, placeholder?: string) =>
   ({ type: 'string', default: dflt, help, placeholder }) as const;
 export const flag = (help: string) => ({ type: 'boolean', help }) as const;
-export const list = <C extends readonly string[], D extends readonly string[] | undefined>(
-  choices: C,
+export const list = <D extends readonly string[] | undefined>(
+  choices: readonly string[] | undefined,
   dflt: D,
   help: string,
 ) => ({ type: 'list', choices, default: dflt, help }) as const;
