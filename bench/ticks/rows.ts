@@ -1,54 +1,19 @@
 /* One measured row of bench:ticks, how rows relate (% of raw, CPU vs plain, medians of runs), and the tables' columns. */
 import { Column, median } from '../shared/table';
 import type { TicksBenchOptions } from './options';
-import { Mode, OtelMode, PLAIN_OF, Variant } from './protocol';
+import { Mode, PLAIN_OF, Variant } from './protocol';
+import type { runOne } from './run-one';
 
-export interface Row {
-  mode: Mode;
-  variant: Variant;
-  otel?: OtelMode;
+export type Row = Omit<Awaited<ReturnType<typeof runOne>>, 'run'> & {
+  /** The run number, or 'median' for the median of the runs of one mode and variant. */
   run: number | 'median';
-  /** Measured messages (each handled once). */
-  messages: number;
-  /** Every message written, warm-up included: the command counts are per these. */
-  sent: number;
-  /** Consumer throughput: messages handled / (last handled - first handled). */
-  msgsPerSec: number;
-  producerMsgsPerSec: number;
+  /** drain and max modes: msgsPerSec / the raw row's of the same run. */
   ofRaw?: number;
+  /** Idempotent variants: cpuMsPer100k / their plain variant's (PLAIN_OF) of the same run. */
   cpuVsPlain?: number;
-  /**
-   * drain: CPU time of the redis-server process from the consumer's start to its stop, per
-   * message sent (µs per message = s per 1M). Undefined in the other modes (the producer writes
-   * meanwhile) and with --redis-url.
-   */
-  redisCpuUsPerMsg?: number;
+  /** drain: redisCpuUsPerMsg / the raw row's of the same run. */
   redisCpuVsRaw?: number;
-  p50: number;
-  p99: number;
-  max: number;
-  xackPer1000: number;
-  scriptsPer1000: number;
-  cmdsPerMsg: number;
-  consumerCmdsPerMsg: number;
-  redisMsPer100k: number;
-  commands: Record<string, number>;
-  commandUsec: Record<string, number>;
-  peakRssMb: number;
-  cpuMsPer100k: number;
-  avgBatch?: number;
-  loopDelayP99: number;
-  loopDelayMax: number;
-  pendingAfter: number;
-  missing: number;
-  duplicates: number;
-  /** Transport: entries failed, or skipped as duplicates or in progress (none expected here). */
-  failedOrSkipped: number;
-  complete: boolean;
-  /** CPU used by processes outside the benchmark while the row ran, % of one core. */
-  otherCpuPct?: number;
-  profile?: string;
-}
+};
 
 export const LABEL: Record<Variant, string> = {
   'per-message': 'transport, per-message ack (batchSize 1)',

@@ -22,7 +22,6 @@ import type {
   ProducerResult,
   Variant,
 } from './protocol';
-import type { Row } from './rows';
 
 /**
  * Commands that only the idempotency scripts run here (SADD, PEXPIRE, SET; the GET of the
@@ -47,7 +46,7 @@ export async function runOne(
   variant: Variant,
   run: number,
   otel?: OtelMode,
-): Promise<Row> {
+) {
   const stream = `bench:ticks:${process.pid}:${run}:${mode}:${variant}${otel ? `:${otel}` : ''}`;
   const idempotencyPrefix = `${stream}:idem:`;
   const group = 'bench';
@@ -150,7 +149,12 @@ export async function runOne(
     const server = result.server;
     const perS = (n: number, from: number, to: number) => n / Math.max(1e-9, (to - from) / 1000);
     return {
-      ...{ mode, variant, otel, run, messages: unique, sent },
+      ...{ mode, variant, otel, run },
+      /** Measured messages (each handled once). */
+      messages: unique,
+      /** Every message written, warm-up included: the command counts are per these. */
+      sent,
+      /** Consumer throughput: messages handled / (last handled - first handled). */
       msgsPerSec: perS(unique, result.firstAt, result.lastAt),
       producerMsgsPerSec: perS(p.sent, p.firstAt, p.lastAt),
       ...{ p50: result.p50, p99: result.p99, max: result.max },
@@ -158,16 +162,24 @@ export async function runOne(
       scriptsPer1000: ((calls('evalsha') + calls('eval')) / sent) * 1000,
       cmdsPerMsg: all / sent,
       consumerCmdsPerMsg: (all - calls('xadd')) / sent,
+      /** Time Redis spent executing the consumer's commands (XADD excluded), per 100k messages. */
       redisMsPer100k: (consumerUsec / 1000 / sent) * 100_000,
+      /**
+       * drain: CPU time of the redis-server process from the consumer's start to its stop, per
+       * message sent (µs per message = s per 1M). Undefined in the other modes (the producer
+       * writes meanwhile) and with --redis-url.
+       */
       redisCpuUsPerMsg: redisCpu === undefined ? undefined : redisCpu / sent,
       commands: Object.fromEntries(Object.entries(stats).map(([k, v]) => [k, v.calls])),
       commandUsec: Object.fromEntries(Object.entries(stats).map(([k, v]) => [k, v.usec])),
       peakRssMb: result.peakRssMb,
       cpuMsPer100k: (result.cpuMs / unique) * 100_000,
+      /** Transport: entries per handler call. */
       avgBatch: server && (server.batches > 0 ? server.delivered / server.batches : 1),
       ...{ loopDelayP99: result.loopDelayP99, loopDelayMax: result.loopDelayMax },
       pendingAfter: Number(pending[0]),
       ...{ missing: result.missing, duplicates: result.duplicates },
+      /** Transport: entries failed, or skipped as duplicates or in progress (none expected here). */
       failedOrSkipped: server
         ? server.failed +
           server.duplicatesSkipped.memory +
@@ -175,6 +187,7 @@ export async function runOne(
           server.inProgressSkipped
         : 0,
       complete,
+      /** CPU used by processes outside the benchmark while the row ran, % of one core. */
       otherCpuPct: otherCpuPercent(cpuBefore, cpuAfter),
       profile: profile && existsSync(profile) ? profile : undefined,
     };
