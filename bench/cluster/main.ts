@@ -22,7 +22,7 @@ import { AppProcess } from '../../support/app-process';
 import { cliOptions, list, num, str } from '../shared/args';
 import { collectEnvInfo, formatEnvInfo, gitRevision } from '../shared/env-info';
 import { Column, renderTable } from '../shared/table';
-import { runLoad } from '../shortener/load';
+import { runLoad } from '../shared/load';
 import { snapshot, spread } from './node-stats';
 
 type Topology = 'single' | 'cluster';

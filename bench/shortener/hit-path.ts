@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { summarizeProfile } from '../shared/cpu-profile';
 import { median, renderTable } from '../shared/table';
 import type { ShortenerProcess, StartOptions } from './app-process';
-import { LoadResult, runLoad } from './load';
+import { LoadResult, runLoad } from '../shared/load';
 import { perfNodeOptions, perfShares, recordPerf } from './perf-profile';
 
 export interface HitPathServer {

@@ -9,7 +9,7 @@ import { deleteKeys } from '../shared/redis-stats';
 import { Column, renderTable } from '../shared/table';
 import { ShortenerProcess, StartOptions } from './app-process';
 import { formatHitPath, HitPathReport, HitPathServer, runHitPath } from './hit-path';
-import { LoadResult, runLoad } from './load';
+import { LoadResult, runLoad } from '../shared/load';
 import type { Section, ShortenerBenchOptions } from './options';
 
 /** The hit path's target: the cached redirect with L1 at this share of the bare Nest route. */

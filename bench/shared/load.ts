@@ -1,5 +1,6 @@
+/* Load by autocannon: the shortener's redirects and creations, and the cluster benchmark's. */
 import autocannon from 'autocannon';
-import { quantile } from '../shared/table';
+import { quantile } from './table';
 
 export type LoadResult = Awaited<ReturnType<typeof runLoad>>;
 
