@@ -16,10 +16,10 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
 import { freePort, startLocalCluster, startSingle } from '../../scripts/lib/local-cluster';
 import { AppProcess } from '../../support/app-process';
 import { cliOptions, list, num, str } from '../shared/args';
+import { PrivateRedis } from '../shared/private-redis';
 import { collectEnvInfo, formatEnvInfo, gitRevision } from '../shared/env-info';
 import { Column, renderTable } from '../shared/table';
 import { runLoad } from '../shared/load';
@@ -146,18 +146,14 @@ async function benchTicks(topology: Topology): Promise<Row> {
 async function benchShortener(topology: Topology): Promise<Row[]> {
   const d = await deploy(topology);
   const dir = mkdtempSync(join(tmpdir(), 'bench-cluster-'));
-  const env = {
-    ...d.env,
-    HOST: '127.0.0.1',
-    DATABASE_URL: `sqlite:${join(dir, 'shortener.sqlite')}`,
-    CACHE_TTL: '10m',
-  };
+  const env = { ...d.env, HOST: '127.0.0.1', CACHE_TTL: '10m' };
   const make = async (name: string, extra: Record<string, string>) => {
     const port = await freePort();
+    const db = { DATABASE_URL: `sqlite:${join(dir, 'shortener.sqlite')}`, PORT: String(port) };
     return new AppProcess(
       name,
       'shortener',
-      { ...env, ...extra, PORT: String(port) },
+      { ...env, ...extra, ...db },
       `http://127.0.0.1:${port}`,
     );
   };
@@ -232,21 +228,15 @@ async function benchShortener(topology: Topology): Promise<Row[]> {
   }
 }
 
-function perSecond(row: Row): string {
-  return row.nodes
-    .map((n) => Math.round(n.calls / row.seconds).toLocaleString('en-US'))
-    .join(' / ');
-}
+const perSecond = (r: Row) =>
+  r.nodes.map((n) => Math.round(n.calls / r.seconds).toLocaleString('en-US')).join(' / ');
+const label = (r: Row) => (r.topology === 'single' ? '1 node' : '3 masters');
 
 async function main(): Promise<void> {
-  const header = await startSingle();
-  const probe = new Redis(header.port, '127.0.0.1');
-  const env = await collectEnvInfo(probe, 'private redis-servers on loopback', [
-    'ioredis',
-    '@nestjs/core',
-  ]);
-  probe.disconnect();
-  await header.stop(500);
+  const probe = await PrivateRedis.start();
+  const packages = ['ioredis', '@nestjs/core'];
+  const env = await collectEnvInfo(probe.control, 'private redis-servers on loopback', packages);
+  await probe.stop();
   const rows: Row[] = [];
   for (const topology of O.topologies as Topology[]) {
     if (O.only.includes('ticks')) {
@@ -259,12 +249,9 @@ async function main(): Promise<void> {
     }
   }
   const columns: Column<Row>[] = [
-    { header: 'topology', value: (r) => (r.topology === 'single' ? '1 node' : '3 masters') },
+    { header: 'topology', value: label },
     { header: 'scenario', value: (r) => r.scenario },
-    {
-      header: 'offered/s',
-      value: (r) => (r.offered === undefined ? undefined : Math.round(r.offered)),
-    },
+    { header: 'offered/s', value: (r) => r.offered && Math.round(r.offered) },
     { header: 'throughput/s', value: (r) => Math.round(r.throughput) },
     { header: 'commands/s per master', value: perSecond },
     { header: 'busiest %', value: (r) => r.busiestShare, digits: 1 },
@@ -285,8 +272,7 @@ async function main(): Promise<void> {
     '',
     'busiest commands per master:',
     ...rows.map(
-      (r) =>
-        `  ${r.topology === 'single' ? '1 node' : '3 masters'}, ${r.scenario}: ${r.nodes.map((n) => `[${n.top}]`).join(' ')}`,
+      (r) => `  ${label(r)}, ${r.scenario}: ${r.nodes.map((n) => `[${n.top}]`).join(' ')}`,
     ),
     '',
   ].join('\n');

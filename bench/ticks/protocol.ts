@@ -29,64 +29,42 @@ export const PLAIN_OF: Partial<Record<Variant, Variant>> = {
 /** `sentAt`: hrNow() in the producer. */
 export type Tick = { seq: number; symbol: string; price: number; qty: number; sentAt: number };
 
-export interface ConsumerConfig {
-  variant: Variant;
-  redisUrl: string;
-  stream: string;
-  group: string;
-  /** Warm-up messages sent first (seq 0 .. warmup-1): handled and acked, not measured. */
-  warmup: number;
-  /** Measured messages (seq warmup ..): the consumer reports `done` once it handled all of them. */
-  expected: number;
-  batchSize: number;
-  intervalMs: number;
-  readCount: number;
-  concurrency: number;
-  rssEveryMs: number;
-  /** Prefix of the L2 idempotency records, deleted by the parent after the run. */
-  idempotencyPrefix: string;
-  /** Write a CPU profile of the measured window (first to last measured message) to this file. */
-  cpuProfile?: string;
-  otel?: OtelMode;
-}
-
-export interface ProducerConfig {
-  redisUrl: string;
-  stream: string;
-  mode: Mode;
-  /** fixed mode: messages per second. */
-  rate: number;
-  /** Messages to send in total (warm-up included). */
-  total: number;
-  pipelineSize: number;
-  pipelinesInFlight: number;
-}
-
-export interface ConsumerResult {
-  handled: number;
-  duplicates: number;
-  /** Sequence numbers never handled (only counted up to `expected`). */
-  missing: number;
-  /** e2e latency (ms) quantiles over every handled message. */
-  p50: number;
-  p99: number;
-  max: number;
-  firstAt: number;
-  lastAt: number;
-  peakRssMb: number;
-  /** User + system CPU time of the consumer process while messages flowed, ms. */
-  cpuMs: number;
-  loopDelayP99: number;
-  loopDelayMax: number;
-  /** `server.metrics()` of the transport at the end (not for raw). */
-  server?: {
-    delivered: number;
-    batches: number;
-    failed: number;
-    duplicatesSkipped: { memory: number; redis: number };
-    inProgressSkipped: number;
+/**
+ * `warmup`: messages sent first (seq 0 .. warmup-1), handled and acked, not measured; `expected`:
+ * measured messages (seq warmup ..), `done` once all were handled; `cpuProfile`: a file for the
+ * CPU profile of the measured window.
+ */
+export type ConsumerConfig = Record<'redisUrl' | 'stream' | 'group' | 'idempotencyPrefix', string> &
+  Record<
+    'warmup' | 'expected' | 'batchSize' | 'intervalMs' | 'readCount' | 'concurrency' | 'rssEveryMs',
+    number
+  > & {
+    variant: Variant;
+    cpuProfile?: string;
+    otel?: OtelMode;
   };
-}
+
+/** `rate`: fixed mode, messages per second; `total`: messages to send, warm-up included. */
+export type ProducerConfig = Record<'redisUrl' | 'stream', string> &
+  Record<'rate' | 'total' | 'pipelineSize' | 'pipelinesInFlight', number> & { mode: Mode };
+
+/**
+ * `missing`: sequence numbers never handled (up to `expected`); p50, p99, max: e2e latency (ms);
+ * `cpuMs`: user + system CPU time while messages flowed; `server`: the transport's metrics().
+ */
+export type ConsumerResult = Record<
+  'handled' | 'duplicates' | 'missing' | 'p50' | 'p99' | 'max' | 'firstAt' | 'lastAt',
+  number
+> &
+  Record<'peakRssMb' | 'cpuMs' | 'loopDelayP99' | 'loopDelayMax', number> & {
+    server?: {
+      delivered: number;
+      batches: number;
+      failed: number;
+      duplicatesSkipped: { memory: number; redis: number };
+      inProgressSkipped: number;
+    };
+  };
 
 export type ProducerResult = { sent: number; firstAt: number; lastAt: number };
 
