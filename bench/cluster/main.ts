@@ -1,44 +1,29 @@
 /*
- * npm run bench:cluster -- [options]
+ * npm run bench:cluster -- [options]   (--help lists them)
  *
- * The same load on one Redis and on a 3-master Redis Cluster (both private redis-servers on free
- * loopback ports, started and removed by scripts/lib/local-cluster.js), measured per node with
- * INFO commandstats before and after: commands per second per master, the busiest master's share
- * and the spread between the busiest and the idlest, and the throughput.
- *
- *   ticks      the demo-ticks consumers (--consumers, default 3) in one group over the stream
- *              split into --partitions (default 6) partitions, fed by the collector at
- *              --symbols x --rate ticks/s (default 100 x 100 = 10,000) for --seconds (default 10);
- *              measured from the collector's start until the consumers have handled every tick.
- *   shortener  3 shortener instances on one SQLite file, 1,000 codes, redirects by autocannon
- *              (--connections per instance, default 10) for --redirect-seconds (default 8):
- *              uniform   every code in turn
- *              hot       one code takes every redirect (its key lives in one slot: one master)
- *              hot + L1  the same on 3 other instances with CACHE_L1_ENTRIES (the in-process tier)
- *
- *   (--help lists the options)
- *
- * The apps run from their TypeScript sources (scripts/register-ts.js: transpiled at load, the
- * same code as the build). On a 2-core machine the apps, the load generators and the Redis
- * servers share the cores, so absolute throughput does not scale with masters; the spread does.
+ * The same load on one Redis and on a 3-master Redis Cluster (private redis-servers started by
+ * scripts/lib/local-cluster.js), measured per node with INFO commandstats before and after:
+ * commands per second per master, the busiest master's share and the spread, and the throughput.
+ *   ticks      the demo-ticks consumers in one group over a partitioned stream, fed by the
+ *              collector; measured until the consumers have handled every tick.
+ *   shortener  3 shortener instances on one SQLite file, redirects by autocannon: every code in
+ *              turn; one hot code (its key lives in one slot: one master); the same on 3 other
+ *              instances with CACHE_L1_ENTRIES (the in-process tier).
+ * The apps run from their TypeScript sources. On a 2-core machine the apps, the load generators
+ * and the Redis servers share the cores, so absolute throughput does not scale with masters; the
+ * spread does.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
-import {
-  freePort,
-  LocalCluster,
-  LocalSingle,
-  startLocalCluster,
-  startSingle,
-} from '../../scripts/lib/local-cluster';
+import { freePort, startLocalCluster, startSingle } from '../../scripts/lib/local-cluster';
 import { AppProcess } from '../../support/app-process';
-import { cliOptions } from '../shared/args';
+import { cliOptions, list, num, str } from '../shared/args';
+import { PrivateRedis } from '../shared/private-redis';
 import { collectEnvInfo, formatEnvInfo, gitRevision } from '../shared/env-info';
 import { Column, renderTable } from '../shared/table';
-import { runLoad } from '../shortener/load';
-import { NodeLoad, snapshot, spread } from './node-stats';
+import { runLoad } from '../shared/load';
+import { snapshot, spread } from './node-stats';
 
 type Topology = 'single' | 'cluster';
 
@@ -46,83 +31,39 @@ const O = cliOptions(
   'npm run bench:cluster',
   'The same load on one Redis and on a 3-master Redis Cluster, measured per node with INFO commandstats.',
   {
-    seconds: { type: 'number', default: 10, help: 'ticks: how long the collector publishes' },
-    symbols: { type: 'number', default: 100, help: 'ticks: symbols' },
-    rate: { type: 'number', default: 100, help: 'ticks: ticks per second per symbol' },
-    partitions: { type: 'number', default: 6, help: 'ticks: partitions of the stream' },
-    consumers: { type: 'number', default: 3, help: 'ticks: demo-ticks consumers in the group' },
-    'redirect-seconds': {
-      type: 'number',
-      default: 8,
-      help: 'shortener: seconds of redirects per row',
-    },
-    connections: {
-      type: 'number',
-      default: 10,
-      help: 'shortener: autocannon connections per instance',
-    },
-    codes: { type: 'number', default: 1000, help: 'shortener: codes created' },
-    only: {
-      type: 'list',
-      choices: ['ticks', 'shortener'],
-      default: ['ticks', 'shortener'],
-      help: 'the parts to run',
-    },
-    topologies: {
-      type: 'list',
-      choices: ['single', 'cluster'],
-      default: ['single', 'cluster'],
-      help: 'the Redis topologies',
-    },
-    json: {
-      type: 'string',
-      default: '',
-      placeholder: '<file>',
-      help: 'also write the results as JSON',
-    },
+    seconds: num(10, 'ticks: how long the collector publishes'),
+    symbols: num(100, 'ticks: symbols'),
+    rate: num(100, 'ticks: ticks per second per symbol'),
+    partitions: num(6, 'ticks: partitions of the stream'),
+    consumers: num(3, 'ticks: demo-ticks consumers in the group'),
+    'redirect-seconds': num(8, 'shortener: seconds of redirects per row'),
+    connections: num(10, 'shortener: autocannon connections per instance'),
+    codes: num(1000, 'shortener: codes created'),
+    only: list(['ticks', 'shortener'], ['ticks', 'shortener'], 'the parts to run'),
+    topologies: list(['single', 'cluster'], ['single', 'cluster'], 'the Redis topologies'),
+    json: str('', 'also write the results as JSON', '<file>'),
   },
   process.argv.slice(2),
 );
-const SECONDS = O.seconds;
-const SYMBOLS = O.symbols;
-const RATE = O.rate;
-const PARTITIONS = O.partitions;
-const CONSUMERS = O.consumers;
-const REDIRECT_SECONDS = O['redirect-seconds'];
-const CONNECTIONS = O.connections;
-const CODES = O.codes;
-const ONLY = O.only;
-const TOPOLOGIES = O.topologies as Topology[];
-const JSON_FILE = O.json;
+const { seconds: SECONDS, symbols: SYMBOLS, rate: RATE, partitions: PARTITIONS } = O;
 
 const say = (line: string) => process.stderr.write(`[bench:cluster] ${line}\n`);
 
-interface Deployment {
-  topology: Topology;
-  /** The masters whose commands are counted. */
-  ports: number[];
-  env: Record<string, string>;
-  stop(): Promise<void>;
+/** `ports`: the masters whose commands are counted. */
+async function deploy(
+  topology: Topology,
+): Promise<{ ports: number[]; env: Record<string, string>; stop(): Promise<void> }> {
+  if (topology === 'single') {
+    const single = await startSingle();
+    return { ports: [single.port], env: { REDIS_URL: single.url }, stop: () => single.stop(500) };
+  }
+  const cluster = await startLocalCluster({ masters: 3 });
+  const ports = (await cluster.roles()).masters;
+  return { ports, env: { REDIS_CLUSTER_NODES: cluster.nodesEnv }, stop: () => cluster.stop(500) };
 }
 
-async function deploy(topology: Topology): Promise<Deployment> {
-  if (topology === 'single') {
-    const single: LocalSingle = await startSingle();
-    return {
-      topology,
-      ports: [single.port],
-      env: { REDIS_URL: single.url },
-      stop: () => single.stop(500),
-    };
-  }
-  const cluster: LocalCluster = await startLocalCluster({ masters: 3 });
-  return {
-    topology,
-    ports: (await cluster.roles()).masters,
-    env: { REDIS_CLUSTER_NODES: cluster.nodesEnv },
-    stop: () => cluster.stop(500),
-  };
-}
+const metricSum = async (apps: AppProcess[], name: string) =>
+  (await Promise.all(apps.map((a) => a.metric(name)))).reduce((a, b) => a + b, 0);
 
 async function startAll(apps: AppProcess[], path: (a: AppProcess) => string): Promise<void> {
   try {
@@ -133,26 +74,20 @@ async function startAll(apps: AppProcess[], path: (a: AppProcess) => string): Pr
   }
 }
 
-interface Row {
+/** throughput: ticks handled or redirects per second; offered: ticks the collector published per second. */
+type Row = ReturnType<typeof spread> & {
   topology: Topology;
   scenario: string;
   seconds: number;
-  /** Ticks handled per second, or redirects per second. */
   throughput: number;
-  /** Ticks the collector published per second (ticks only). */
   offered?: number;
   dbLookups?: number;
-  nodes: NodeLoad[];
-  totalCalls: number;
-  busiestShare: number;
-  spreadPct: number;
-  busiestUsecShare: number;
-}
+};
 
 async function benchTicks(topology: Topology): Promise<Row> {
   const d = await deploy(topology);
   const ports: number[] = [];
-  for (let i = 0; i < CONSUMERS; i++) ports.push(await freePort());
+  for (let i = 0; i < O.consumers; i++) ports.push(await freePort());
   const env = {
     ...d.env,
     HOST: '127.0.0.1',
@@ -187,11 +122,7 @@ async function benchTicks(topology: Topology): Promise<Row> {
       endedAt: number;
     };
     if (!stats.published) throw new Error(`collector failed:\n${collector.output.slice(-2000)}`);
-    const handled = async () =>
-      (await Promise.all(consumers.map((c) => c.metric('ticks_handled_total')))).reduce(
-        (a, b) => a + b,
-        0,
-      );
+    const handled = () => metricSum(consumers, 'ticks_handled_total');
     const deadline = Date.now() + 120_000;
     while ((await handled()) < stats.published && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 100));
@@ -215,34 +146,28 @@ async function benchTicks(topology: Topology): Promise<Row> {
 async function benchShortener(topology: Topology): Promise<Row[]> {
   const d = await deploy(topology);
   const dir = mkdtempSync(join(tmpdir(), 'bench-cluster-'));
-  const env = {
-    ...d.env,
-    HOST: '127.0.0.1',
-    DATABASE_URL: `sqlite:${join(dir, 'shortener.sqlite')}`,
-    CACHE_TTL: '10m',
-  };
+  const env = { ...d.env, HOST: '127.0.0.1', CACHE_TTL: '10m' };
   const make = async (name: string, extra: Record<string, string>) => {
     const port = await freePort();
+    const db = { DATABASE_URL: `sqlite:${join(dir, 'shortener.sqlite')}`, PORT: String(port) };
     return new AppProcess(
       name,
       'shortener',
-      { ...env, ...extra, PORT: String(port) },
+      { ...env, ...extra, ...db },
       `http://127.0.0.1:${port}`,
     );
   };
-  const plain = [await make('s1', {}), await make('s2', {}), await make('s3', {})];
-  const withL1 = [
-    await make('l1-1', { CACHE_L1_ENTRIES: '10000' }),
-    await make('l1-2', { CACHE_L1_ENTRIES: '10000' }),
-    await make('l1-3', { CACHE_L1_ENTRIES: '10000' }),
-  ];
+  const plain: AppProcess[] = [];
+  const withL1: AppProcess[] = [];
+  for (const i of [1, 2, 3]) plain.push(await make(`s${i}`, {}));
+  for (const i of [1, 2, 3]) withL1.push(await make(`l1-${i}`, { CACHE_L1_ENTRIES: '10000' }));
   const all = [...plain, ...withL1];
   try {
     await startAll(all, () => '/health/ready');
     const codes: string[] = [];
-    for (let i = 0; i < CODES; i += 20) {
+    for (let i = 0; i < O.codes; i += 20) {
       const batch = await Promise.all(
-        Array.from({ length: Math.min(20, CODES - i) }, (_, k) =>
+        Array.from({ length: Math.min(20, O.codes - i) }, (_, k) =>
           fetch(`${plain[0].url}/urls`, {
             method: 'POST',
             headers: { 'content-type': 'application/json' },
@@ -257,11 +182,7 @@ async function benchShortener(topology: Topology): Promise<Row[]> {
       await Promise.all(
         codes.slice(i, i + 50).map((c) => fetch(`${plain[0].url}/${c}`, { redirect: 'manual' })),
       );
-    const lookups = async (apps: AppProcess[]) =>
-      (await Promise.all(apps.map((a) => a.metric('shortener_db_lookups_total')))).reduce(
-        (a, b) => a + b,
-        0,
-      );
+    const lookups = (apps: AppProcess[]) => metricSum(apps, 'shortener_db_lookups_total');
     const rows: Row[] = [];
     const workloads: [string, AppProcess[], string[]][] = [
       ['redirects, uniform over 1,000 codes', plain, codes],
@@ -278,8 +199,8 @@ async function benchShortener(topology: Topology): Promise<Row[]> {
         apps.map((a, i) =>
           runLoad({
             url: a.url!,
-            connections: CONNECTIONS,
-            durationS: REDIRECT_SECONDS,
+            connections: O.connections,
+            durationS: O['redirect-seconds'],
             expectStatus: 302,
             // Each instance starts at a different place in the list.
             paths: codesUsed.map((_, k) => `/${codesUsed[(k + i * 333) % codesUsed.length]}`),
@@ -307,39 +228,30 @@ async function benchShortener(topology: Topology): Promise<Row[]> {
   }
 }
 
-function perSecond(row: Row): string {
-  return row.nodes
-    .map((n) => Math.round(n.calls / row.seconds).toLocaleString('en-US'))
-    .join(' / ');
-}
+const perSecond = (r: Row) =>
+  r.nodes.map((n) => Math.round(n.calls / r.seconds).toLocaleString('en-US')).join(' / ');
+const label = (r: Row) => (r.topology === 'single' ? '1 node' : '3 masters');
 
 async function main(): Promise<void> {
-  const header = await startSingle();
-  const probe = new Redis(header.port, '127.0.0.1');
-  const env = await collectEnvInfo(probe, 'private redis-servers on loopback', [
-    'ioredis',
-    '@nestjs/core',
-  ]);
-  probe.disconnect();
-  await header.stop(500);
+  const probe = await PrivateRedis.start();
+  const packages = ['ioredis', '@nestjs/core'];
+  const env = await collectEnvInfo(probe.control, 'private redis-servers on loopback', packages);
+  await probe.stop();
   const rows: Row[] = [];
-  for (const topology of TOPOLOGIES) {
-    if (ONLY.includes('ticks')) {
+  for (const topology of O.topologies as Topology[]) {
+    if (O.only.includes('ticks')) {
       say(`${topology}: ticks at ${SYMBOLS * RATE}/s for ${SECONDS} s...`);
       rows.push(await benchTicks(topology));
     }
-    if (ONLY.includes('shortener')) {
+    if (O.only.includes('shortener')) {
       say(`${topology}: shortener redirects...`);
       rows.push(...(await benchShortener(topology)));
     }
   }
   const columns: Column<Row>[] = [
-    { header: 'topology', value: (r) => (r.topology === 'single' ? '1 node' : '3 masters') },
+    { header: 'topology', value: label },
     { header: 'scenario', value: (r) => r.scenario },
-    {
-      header: 'offered/s',
-      value: (r) => (r.offered === undefined ? undefined : Math.round(r.offered)),
-    },
+    { header: 'offered/s', value: (r) => r.offered && Math.round(r.offered) },
     { header: 'throughput/s', value: (r) => Math.round(r.throughput) },
     { header: 'commands/s per master', value: perSecond },
     { header: 'busiest %', value: (r) => r.busiestShare, digits: 1 },
@@ -360,8 +272,7 @@ async function main(): Promise<void> {
     '',
     'busiest commands per master:',
     ...rows.map(
-      (r) =>
-        `  ${r.topology === 'single' ? '1 node' : '3 masters'}, ${r.scenario}: ${r.nodes.map((n) => `[${n.top}]`).join(' ')}`,
+      (r) => `  ${label(r)}, ${r.scenario}: ${r.nodes.map((n) => `[${n.top}]`).join(' ')}`,
     ),
     '',
   ].join('\n');
@@ -371,7 +282,7 @@ async function main(): Promise<void> {
     process.stdout.write(
       `target: no master above 40 % of the commands on 3 masters at ${SYMBOLS * RATE} ticks/s: busiest ${ticksCluster.busiestShare.toFixed(1)} % (${ticksCluster.busiestShare <= 40 ? 'met' : 'NOT met'})\n`,
     );
-  if (JSON_FILE) writeFileSync(JSON_FILE, JSON.stringify({ env, rows }, null, 2));
+  if (O.json) writeFileSync(O.json, JSON.stringify({ env, rows }, null, 2));
 }
 
 main().catch((err) => {

@@ -19,16 +19,8 @@ async function nodeStats(port: number): Promise<CommandStats> {
   }
 }
 
-export interface NodeLoad {
-  port: number;
-  calls: number;
-  usec: number;
-  /** The busiest commands, `name calls`. */
-  top: string;
-}
-
-/** The apps' commands a node served between two snapshots. */
-export function nodeLoad(port: number, before: CommandStats, after: CommandStats): NodeLoad {
+/** The apps' commands a node served between two snapshots; `top`: the busiest, `name calls`. */
+function nodeLoad(port: number, before: CommandStats, after: CommandStats) {
   const apps = diffCommandStats(after, before, (name) => NOT_THE_APPS.test(name));
   const byName = Object.entries(apps).sort((a, b) => b[1].calls - a[1].calls);
   const top = byName
@@ -44,20 +36,11 @@ export async function snapshot(ports: number[]): Promise<Map<number, CommandStat
   return new Map(entries);
 }
 
-/** Per node load between two snapshots, and how it is spread. */
-export function spread(
-  before: Map<number, CommandStats>,
-  after: Map<number, CommandStats>,
-): {
-  nodes: NodeLoad[];
-  totalCalls: number;
-  /** The busiest node's share of all calls, %. */
-  busiestShare: number;
-  /** (busiest - idlest) / total calls, %. */
-  spreadPct: number;
-  /** The busiest node's share of the time Redis spent in commands, %. */
-  busiestUsecShare: number;
-} {
+/**
+ * Per node load between two snapshots, and how it is spread: the busiest node's share of all
+ * calls and of the time Redis spent in commands, and (busiest - idlest) / total calls, %.
+ */
+export function spread(before: Map<number, CommandStats>, after: Map<number, CommandStats>) {
   const nodes = [...after.keys()].map((port) =>
     nodeLoad(port, before.get(port)!, after.get(port)!),
   );

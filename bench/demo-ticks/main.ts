@@ -1,82 +1,29 @@
 /*
- * The demo-ticks benchmark (not a test): the real demo at 10,000 ticks/s.
- *   node -r ./scripts/register-ts.js bench/demo-ticks/main.ts [options]
- *   (or through scripts/with-redis.js, which provides REDIS_URL)
- *
- *   (--help lists the options: bench/demo-ticks/options.ts)
- *
+ * The demo-ticks benchmark: the real demo at 10,000 ticks/s (`npm run bench:ticks -- --demo`, or
+ * this file through scripts/with-redis.js, which provides REDIS_URL; --help lists the options).
  * The consumer (apps/demo-ticks/src/main.ts) and the collector (src/collector.main.ts) run as
  * two processes of their own; this process samples the consumer's RSS and /metrics each second.
  */
-import { ChildProcess, fork, spawnSync } from 'node:child_process';
+import { ChildProcess, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { collectEnvInfo } from '../shared/env-info';
-import { commandStats, deleteKeys } from '../shared/redis-stats';
-import { DEFAULT_OPTIONS, DemoTicksBenchOptions, parseDemoTicksArgs } from './options';
-import { DemoTicksBenchResult, formatReport, TimelineRow } from './report';
-import { REGISTER_TS } from '../shared/child';
+import {
+  forkTsProcess,
+  nextMessage,
+  startCpuProfile,
+  stopProcess,
+  writeCpuProfile,
+} from '../shared/child';
+import { collectEnvInfo, formatEnvInfo } from '../shared/env-info';
+import { commandStats, deleteKeys, groupInfo } from '../shared/redis-stats';
+import { renderTable } from '../shared/table';
+import { DemoTicksBenchOptions, parseDemoTicksArgs } from './options';
 
 const ROOT = join(__dirname, '..', '..');
-const SOURCES = join(ROOT, 'apps', 'demo-ticks', 'src');
-/** Where `npm run build` puts the app. */
-const BUILT = join(ROOT, 'dist', 'apps', 'demo-ticks');
-const PROFILED = join(__dirname, 'cpu-profiled.js');
-
-function entries(from: 'dist' | 'src'): { consumer: string; collector: string } {
-  return from === 'dist'
-    ? { consumer: join(BUILT, 'main.js'), collector: join(BUILT, 'collector.main.js') }
-    : { consumer: join(SOURCES, 'main.ts'), collector: join(SOURCES, 'collector.main.ts') };
-}
-
-/** Builds the packages and the apps (`npm run build`); throws with its output when it fails. */
-export function buildDemoTicks(): void {
-  const run = spawnSync('npm', ['run', 'build'], { cwd: ROOT, encoding: 'utf8' });
-  if (run.status !== 0)
-    throw new Error(`npm run build failed (${run.status}):\n${run.stdout}${run.stderr}`);
-}
-
+const INTERVALS = ['1m', '5m', '30m'];
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-function startChild(
-  file: string,
-  env: Record<string, string>,
-  execArgv: string[] = [],
-  profiled = false,
-): ChildProcess {
-  const ts = file.endsWith('.ts');
-  return fork(profiled ? PROFILED : file, profiled ? [file] : [], {
-    execArgv: [...execArgv, ...(ts ? ['-r', REGISTER_TS] : [])],
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-  });
-}
-
-function nextMessage<T>(child: ChildProcess, what: string): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const onExit = (code: number | null) =>
-      reject(new Error(`${what} exited (${code}) before answering`));
-    child.once('exit', onExit);
-    child.once('message', (msg: T) => {
-      child.off('exit', onExit);
-      resolve(msg);
-    });
-  });
-}
-
-function stopChild(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    child.kill(signal);
-  });
-}
 
 /** Resident set size of a process in MB (Linux /proc), or NaN elsewhere. */
 function rssMb(pid: number): number {
@@ -88,38 +35,36 @@ function rssMb(pid: number): number {
   }
 }
 
-interface Scrape {
-  counters: Map<string, number>;
-  latencyBuckets: [number, number][];
-}
+type Buckets = [number, number][];
 
-async function scrape(url: string): Promise<Scrape> {
+/** The counters (summed over labels) and the e2e latency histogram of the consumer's /metrics. */
+async function scrape(
+  url: string,
+): Promise<{ counter: (name: string) => number; latency: Buckets }> {
   const text = await (await fetch(`${url}/metrics`)).text();
   const counters = new Map<string, number>();
-  const latencyBuckets: [number, number][] = [];
+  const latency: Buckets = [];
   for (const line of text.split('\n')) {
     if (line.startsWith('#') || line.trim() === '') continue;
     const value = Number(line.slice(line.lastIndexOf(' ') + 1));
     const name = line.slice(0, line.lastIndexOf(' '));
     const bucket = /^tick_e2e_latency_seconds_bucket\{le="([^"]+)"\}$/.exec(name);
-    if (bucket) latencyBuckets.push([bucket[1] === '+Inf' ? Infinity : Number(bucket[1]), value]);
-    else
-      counters.set(
-        name.replace(/\{.*\}$/, ''),
-        (counters.get(name.replace(/\{.*\}$/, '')) ?? 0) + value,
-      );
+    if (bucket) latency.push([bucket[1] === '+Inf' ? Infinity : Number(bucket[1]), value]);
+    else {
+      const bare = name.replace(/\{.*\}$/, '');
+      counters.set(bare, (counters.get(bare) ?? 0) + value);
+    }
   }
-  return { counters, latencyBuckets };
+  return { counter: (name) => counters.get(name) ?? 0, latency };
 }
 
 /** Quantile of a cumulative Prometheus histogram, interpolated linearly inside the bucket (ms). */
-export function histogramQuantile(buckets: [number, number][], q: number): number {
+function histogramQuantile(buckets: Buckets, q: number): number {
   const sorted = [...buckets].sort((a, b) => a[0] - b[0]);
   const total = sorted.length ? sorted[sorted.length - 1][1] : 0;
   if (total === 0) return NaN;
   const rank = q * total;
-  let prevBound = 0;
-  let prevCount = 0;
+  let [prevBound, prevCount] = [0, 0];
   for (const [bound, count] of sorted) {
     if (count >= rank) {
       if (!Number.isFinite(bound)) return prevBound * 1000;
@@ -127,49 +72,13 @@ export function histogramQuantile(buckets: [number, number][], q: number): numbe
       const frac = inBucket > 0 ? (rank - prevCount) / inBucket : 1;
       return (prevBound + (bound - prevBound) * frac) * 1000;
     }
-    prevBound = bound;
-    prevCount = count;
+    [prevBound, prevCount] = [bound, count];
   }
   return prevBound * 1000;
 }
 
-function bucketDiff(a: [number, number][], b: [number, number][]): [number, number][] {
-  const before = new Map(b);
-  return a.map(([le, c]) => [le, c - (before.get(le) ?? 0)]);
-}
-
-async function groupInfo(redis: Redis, stream: string): Promise<{ lag: number; pending: number }> {
-  try {
-    const groups = (await redis.call('XINFO', 'GROUPS', stream)) as unknown[][];
-    const g = groups[0] ?? [];
-    const field = (k: string) => Number(g[g.indexOf(k) + 1] ?? 0);
-    return { lag: field('lag'), pending: field('pending') };
-  } catch {
-    return { lag: 0, pending: 0 };
-  }
-}
-
-async function entriesAdded(redis: Redis, stream: string): Promise<number> {
-  try {
-    const info = (await redis.call('XINFO', 'STREAM', stream)) as unknown[];
-    return Number(info[info.indexOf('entries-added') + 1] ?? 0);
-  } catch {
-    return 0;
-  }
-}
-
-async function serverXacks(redis: Redis): Promise<number> {
-  return (await commandStats(redis)).xack?.calls ?? 0;
-}
-
-async function candleSums(
-  redis: Redis,
-  prefix: string,
-  interval: string,
-): Promise<{ volume: number; trades: number }> {
-  let cursor = '0';
-  let volume = 0;
-  let trades = 0;
+async function candleSums(redis: Redis, prefix: string, interval: string) {
+  let [cursor, volume, trades] = ['0', 0, 0];
   do {
     const [next, keys] = await redis.scan(
       cursor,
@@ -179,178 +88,185 @@ async function candleSums(
       1000,
     );
     cursor = next;
-    if (keys.length === 0) continue;
     const pipeline = redis.pipeline();
     for (const k of keys) pipeline.hmget(k, 'v', 'n');
-    for (const [err, reply] of (await pipeline.exec()) ?? []) {
+    for (const [err, reply] of keys.length ? ((await pipeline.exec()) ?? []) : []) {
       if (err) throw err;
-      const [v, n] = reply as [string, string];
-      volume += Number(v);
-      trades += Number(n);
+      volume += Number((reply as string[])[0]);
+      trades += Number((reply as string[])[1]);
     }
   } while (cursor !== '0');
   return { volume, trades };
 }
 
-// ---------------------------------------------------------------- the run
+type CollectorStats = {
+  published: number;
+  failed: number;
+  volume: number;
+  startedAt: number;
+  endedAt: number;
+};
 
-export async function runDemoTicksBench(
-  partial: Partial<DemoTicksBenchOptions> = {},
-): Promise<DemoTicksBenchResult> {
-  const options = { ...DEFAULT_OPTIONS, ...partial };
+export async function runDemoTicksBench(o: DemoTicksBenchOptions) {
   const prefix = `bench:demo-ticks:${randomBytes(4).toString('hex')}:`;
   const stream = `${prefix}ticks`;
-  if (options.from === 'dist' && options.build) buildDemoTicks();
-  const files = entries(options.from);
-  const redis = new Redis(options.redisUrl);
+  if (o.from === 'dist' && !o['no-build']) {
+    const run = spawnSync('npm', ['run', 'build'], { cwd: ROOT, encoding: 'utf8' });
+    if (run.status !== 0)
+      throw new Error(`npm run build failed (${run.status}):\n${run.stdout}${run.stderr}`);
+  }
+  const [dir, ext] =
+    o.from === 'dist'
+      ? [join(ROOT, 'dist', 'apps', 'demo-ticks'), 'js']
+      : [join(ROOT, 'apps', 'demo-ticks', 'src'), 'ts'];
+  const redis = new Redis(o.redisUrl);
   const children: ChildProcess[] = [];
+  const durationMs = o.duration * 1000;
+  const start = (
+    file: string,
+    env: Record<string, string>,
+    execArgv: string[] = [],
+    profiled = false,
+  ) => {
+    const common = {
+      REDIS_URL: o.redisUrl,
+      TICKS_STREAM: stream,
+      TICKS_KEY_PREFIX: prefix,
+      LOG_LEVEL: 'warn',
+    };
+    const child = forkTsProcess(join(dir, `${file}.${ext}`), {
+      ...{ env: { ...common, ...env }, execArgv, profiled },
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    });
+    children.push(child);
+    return child;
+  };
   try {
-    const env = await collectEnvInfo(redis, options.redisUrl, [
+    const packages = [
       '@nestjs/core',
       '@nestjs/microservices',
       'ioredis',
       'prom-client',
       'typescript',
-    ]);
-    const common = {
-      REDIS_URL: options.redisUrl,
-      TICKS_STREAM: stream,
-      TICKS_KEY_PREFIX: prefix,
-      LOG_LEVEL: 'warn',
-    };
-    const consumer = startChild(
-      files.consumer,
-      { ...common, COLLECTOR: 'false', HOST: '127.0.0.1', PORT: '0', TICKS_CONSUMER: 'bench' },
+    ];
+    const env = await collectEnvInfo(redis, o.redisUrl, packages);
+    const consumer = start(
+      'main',
+      { COLLECTOR: 'false', HOST: '127.0.0.1', PORT: '0', TICKS_CONSUMER: 'bench' },
       [
-        ...(options.semiSpaceMb > 0 ? [`--max-semi-space-size=${options.semiSpaceMb}`] : []),
-        ...(options.oldSpaceMb > 0 ? [`--max-old-space-size=${options.oldSpaceMb}`] : []),
+        ...(o['semi-space'] ? [`--max-semi-space-size=${o['semi-space']}`] : []),
+        ...(o['old-space'] ? [`--max-old-space-size=${o['old-space']}`] : []),
       ],
-      options.cpuProfile !== undefined,
+      o['cpu-prof'] !== undefined,
     );
-    children.push(consumer);
     const { url } = await nextMessage<{ url: string }>(consumer, 'the consumer');
-    const pid = consumer.pid!;
-
-    const xackServerBefore = await serverXacks(redis);
-    const targetRate = options.symbols * options.ratePerSymbol;
-    const collector = startChild(files.collector, {
-      ...common,
-      COLLECTOR_SYMBOLS: String(options.symbols),
-      COLLECTOR_RATE: String(options.ratePerSymbol),
-      COLLECTOR_DURATION_MS: String(options.durationMs),
-      COLLECTOR_SEED: '1',
+    const xacksOf = async () => (await commandStats(redis)).xack?.calls ?? 0;
+    const xackServerBefore = await xacksOf();
+    const targetRate = o.symbols * o.rate;
+    const collector = start('collector.main', {
+      ...{ COLLECTOR_SYMBOLS: String(o.symbols), COLLECTOR_RATE: String(o.rate) },
+      ...{ COLLECTOR_DURATION_MS: String(durationMs), COLLECTOR_SEED: '1' },
     });
-    children.push(collector);
-    await nextMessage<{ started: boolean }>(collector, 'the collector');
-    const collectorDone = nextMessage<{
-      stats: {
-        published: number;
-        failed: number;
-        volume: number;
-        startedAt: number;
-        endedAt: number;
-      };
-    }>(collector, 'the collector');
+    await nextMessage(collector, 'the collector');
+    const collectorDone = nextMessage<{ stats: CollectorStats }>(collector, 'the collector');
     const started = Date.now();
-    if (options.cpuProfile) consumer.send({ cpuProfileStart: true });
-    const profiled =
-      options.cpuProfile === undefined
-        ? undefined
-        : collectorDone.then(async () => {
-            const written = nextMessage<{ cpuProfileWritten?: string; cpuProfileError?: string }>(
-              consumer,
-              'the consumer',
-            );
-            consumer.send({ cpuProfile: options.cpuProfile });
-            const reply = await written;
-            if (reply.cpuProfileError) throw new Error(reply.cpuProfileError);
-          });
+    const profile = o['cpu-prof'];
+    if (profile) startCpuProfile(consumer);
+    const profiled = profile
+      ? collectorDone.then(() => writeCpuProfile(consumer, profile))
+      : undefined;
     profiled?.catch(() => undefined);
 
     // Sample each second until the collector is done and the consumer has caught up.
     const timeline: TimelineRow[] = [];
     let prev = { added: 0, handled: 0, xacks: 0 };
-    let stats: Awaited<typeof collectorDone>['stats'] | undefined;
+    let stats: CollectorStats | undefined;
     void collectorDone.then((m) => (stats = m.stats));
     let drainedAt: number | null = null;
     let lastHandledAt = started;
-    const latencySamples: { elapsed: number; buckets: [number, number][] }[] = [];
-    const deadline = started + options.durationMs + options.drainTimeoutMs;
+    const latencySamples: { elapsed: number; buckets: Buckets }[] = [];
+    const deadline = started + durationMs + o['drain-timeout'] * 1000;
     for (let second = 1; ; second++) {
-      await sleep(Math.max(0, started + second * options.sampleMs - Date.now()));
+      await sleep(Math.max(0, started + second * o.sample * 1000 - Date.now()));
       const [m, added, group] = await Promise.all([
         scrape(url),
-        entriesAdded(redis, stream),
-        groupInfo(redis, stream),
+        redis
+          .call('XINFO', 'STREAM', stream)
+          .then((info) =>
+            Number((info as unknown[])[(info as unknown[]).indexOf('entries-added') + 1] ?? 0),
+          )
+          .catch(() => 0),
+        groupInfo(redis, stream).catch(() => ({}) as Record<string, number>),
       ]);
-      const handled = m.counters.get('ticks_handled_total') ?? 0;
-      const xacks = m.counters.get('redis_streams_xack_calls_total') ?? 0;
+      const [lag, pending] = [group.lag ?? 0, group.pending ?? 0];
+      const handled = m.counter('ticks_handled_total');
+      const xacks = m.counter('redis_streams_xack_calls_total');
       if (handled > prev.handled) lastHandledAt = Date.now();
-      const secs = options.sampleMs / 1000;
+      const rate = (now: number, before: number) => (now - before) / o.sample;
       timeline.push({
-        second,
-        publishedPerS: (added - prev.added) / secs,
-        handledPerS: (handled - prev.handled) / secs,
-        xackPerS: (xacks - prev.xacks) / secs,
-        lag: group.lag,
-        pending: group.pending,
-        rssMb: rssMb(pid),
+        ...{
+          second,
+          publishedPerS: rate(added, prev.added),
+          handledPerS: rate(handled, prev.handled),
+        },
+        ...{ xackPerS: rate(xacks, prev.xacks), lag, pending, rssMb: rssMb(consumer.pid!) },
       });
       prev = { added, handled, xacks };
-      latencySamples.push({ elapsed: Date.now() - started, buckets: m.latencyBuckets });
+      latencySamples.push({ elapsed: Date.now() - started, buckets: m.latency });
       if (
         stats &&
-        handled + (m.counters.get('ticks_dead_lettered_total') ?? 0) >= stats.published &&
-        group.lag === 0 &&
-        group.pending === 0
+        handled + m.counter('ticks_dead_lettered_total') >= stats.published &&
+        lag === 0 &&
+        pending === 0
       ) {
         drainedAt = Date.now();
         break;
       }
       if (Date.now() > deadline) break;
     }
-    if (!stats) stats = (await collectorDone).stats;
+    stats ??= (await collectorDone).stats;
     await profiled;
     const final = await scrape(url);
-    const xackServer = (await serverXacks(redis)) - xackServerBefore;
-    await stopChild(consumer);
+    const xackServer = (await xacksOf()) - xackServerBefore;
+    await stopProcess(consumer);
 
     const sums: Record<string, { volume: number; trades: number }> = {};
-    for (const interval of ['1m', '5m', '30m'])
-      sums[interval] = await candleSums(redis, prefix, interval);
+    for (const interval of INTERVALS) sums[interval] = await candleSums(redis, prefix, interval);
     const consumerSeconds = (lastHandledAt - started) / 1000;
     // The transport's XACKs, recorded through OpenTelemetry (redis_streams_xack_*).
-    const xackCalls = final.counters.get('redis_streams_xack_calls_total') ?? 0;
+    const xackCalls = final.counter('redis_streams_xack_calls_total');
     // "Steady" latency window: the second half of the publishing period (after warm-up, before drain).
     const at = (ms: number) => latencySamples.find((x) => x.elapsed >= ms)?.buckets;
-    const steadyStart = at(options.durationMs * 0.5);
-    const steadyEnd = at(options.durationMs);
-    const steady = steadyStart && steadyEnd ? bucketDiff(steadyEnd, steadyStart) : undefined;
-    const result: DemoTicksBenchResult = {
+    const [steadyStart, steadyEnd] = [at(durationMs * 0.5), at(durationMs)];
+    const before = new Map(steadyStart);
+    const steady =
+      steadyStart &&
+      steadyEnd &&
+      steadyEnd.map(([le, c]): [number, number] => [le, c - (before.get(le) ?? 0)]);
+    const result = {
       env,
-      options,
+      options: o,
       targetRate,
       published: stats.published,
       publishFailed: stats.failed,
       publishSeconds: (stats.endedAt - stats.startedAt) / 1000,
-      handled: final.counters.get('ticks_handled_total') ?? 0,
+      handled: final.counter('ticks_handled_total'),
       consumerSeconds,
       drainedAfterMs: drainedAt === null ? null : drainedAt - (stats.endedAt ?? started),
       // Skipped by the transport (its LRU and Redis records), and by the candle script (the app's).
       duplicatesSkipped:
-        (final.counters.get('redis_streams_messages_duplicates_skipped_total') ?? 0) +
-        (final.counters.get('ticks_duplicates_skipped_total') ?? 0),
-      deadLettered: final.counters.get('ticks_dead_lettered_total') ?? 0,
-      e2eP50Ms: histogramQuantile(final.latencyBuckets, 0.5),
-      e2eP99Ms: histogramQuantile(final.latencyBuckets, 0.99),
+        final.counter('redis_streams_messages_duplicates_skipped_total') +
+        final.counter('ticks_duplicates_skipped_total'),
+      deadLettered: final.counter('ticks_dead_lettered_total'),
+      e2eP50Ms: histogramQuantile(final.latency, 0.5),
+      e2eP99Ms: histogramQuantile(final.latency, 0.99),
       e2eP50SteadyMs: steady ? histogramQuantile(steady, 0.5) : null,
       e2eP99SteadyMs: steady ? histogramQuantile(steady, 0.99) : null,
       xackCalls,
       xackPerSecond: consumerSeconds > 0 ? xackCalls / consumerSeconds : 0,
       xackPerSecondMax: Math.max(0, ...timeline.map((r) => r.xackPerS)),
       serverXackCalls: xackServer,
-      meanAckBatch:
-        xackCalls > 0 ? (final.counters.get('redis_streams_xack_ids_sum') ?? 0) / xackCalls : 0,
+      meanAckBatch: xackCalls > 0 ? final.counter('redis_streams_xack_ids_sum') / xackCalls : 0,
       rssMaxMb: Math.max(0, ...timeline.map((r) => r.rssMb).filter(Number.isFinite)),
       rssEndMb: timeline.length ? timeline[timeline.length - 1].rssMb : NaN,
       volumePublished: stats.volume,
@@ -358,21 +274,172 @@ export async function runDemoTicksBench(
       tradesInCandles: Object.fromEntries(Object.entries(sums).map(([k, v]) => [k, v.trades])),
       timeline,
     };
-    if (options.print) process.stdout.write(`${formatReport(result)}\n`);
+    if (o.print) process.stdout.write(`${formatReport(result)}\n`);
     return result;
   } finally {
-    for (const child of children) await stopChild(child, 'SIGKILL');
-    if (!options.keep) await deleteKeys(redis, prefix).catch(() => undefined);
+    for (const child of children) await stopProcess(child, 'SIGKILL');
+    if (!o.keep) await deleteKeys(redis, prefix).catch(() => undefined);
     await redis.quit();
   }
 }
 
-async function main(): Promise<void> {
-  const { options, json } = parseDemoTicksArgs(process.argv.slice(2));
-  const result = await runDemoTicksBench(options);
-  if (json) {
-    writeFileSync(json, `${JSON.stringify(result, null, 2)}\n`);
-    process.stdout.write(`JSON written to ${json}\n`);
+type TimelineRow = {
+  second: number;
+  publishedPerS: number;
+  handledPerS: number;
+  xackPerS: number;
+  lag: number;
+  pending: number;
+  rssMb: number;
+};
+export type DemoTicksBenchResult = Awaited<ReturnType<typeof runDemoTicksBench>>;
+
+/** Latency in ms; the histogram's last finite bucket is 10 s, so beyond it only a bound is known. */
+const ms = (value: number) => (value >= 10_000 ? '>= 10000' : value.toFixed(1));
+const n = (x: number) => x.toLocaleString('en-US');
+
+export function formatReport(r: DemoTicksBenchResult): string {
+  const o = r.options;
+  const allTrades = Object.values(r.tradesInCandles).every((x) => x === r.published);
+  const allVolume = Object.values(r.volumeInCandles).every((v) => v === r.volumePublished);
+  const exact = r.published === r.handled + r.deadLettered && allTrades && allVolume;
+  const yes = (ok: boolean) => (ok ? 'yes' : 'NO');
+  const row = (what: string, value: string, target = '-', met = '-') => ({
+    what,
+    value,
+    target,
+    met,
+  });
+  const perInterval = (m: Record<string, number>) => INTERVALS.map((i) => n(m[i])).join(' / ');
+  const publishRate = r.published / r.publishSeconds;
+  const consumeRate = r.handled / r.consumerSeconds;
+  const steady =
+    r.e2eP50SteadyMs === null ? '-' : `${ms(r.e2eP50SteadyMs)} / ${ms(r.e2eP99SteadyMs!)}`;
+  const rows = [
+    row(
+      'ticks published (XADD ok) / failed',
+      `${n(r.published)} / ${r.publishFailed}`,
+      n(r.targetRate * o.duration),
+      yes(r.publishFailed === 0),
+    ),
+    row(
+      'publish rate (ticks/s)',
+      publishRate.toFixed(0),
+      String(r.targetRate),
+      yes(publishRate >= r.targetRate * 0.95),
+    ),
+    row(
+      'consume rate (ticks/s, to the last tick)',
+      consumeRate.toFixed(0),
+      String(r.targetRate),
+      yes(consumeRate >= r.targetRate * 0.95),
+    ),
+    row(
+      'caught up after the collector stopped',
+      r.drainedAfterMs === null
+        ? 'not within the drain timeout'
+        : `${(r.drainedAfterMs / 1000).toFixed(1)} s`,
+    ),
+    row(
+      'ticks handled / duplicates skipped / dead-lettered',
+      `${n(r.handled)} / ${r.duplicatesSkipped} / ${r.deadLettered}`,
+    ),
+    row(
+      'trades in candles 1m / 5m / 30m',
+      perInterval(r.tradesInCandles),
+      '= published',
+      yes(allTrades),
+    ),
+    row(
+      'volume in candles 1m / 5m / 30m',
+      perInterval(r.volumeInCandles),
+      `= ${n(r.volumePublished)} published`,
+      yes(allVolume),
+    ),
+    row('no tick lost or double counted', yes(exact), 'yes', yes(exact)),
+    row('e2e latency p50 / p99, whole run (ms)', `${ms(r.e2eP50Ms)} / ${ms(r.e2eP99Ms)}`),
+    row('e2e latency p50 / p99, 2nd half of publishing (ms)', steady),
+    row(
+      'XACK calls per second (mean / max second)',
+      `${r.xackPerSecond.toFixed(1)} / ${r.xackPerSecondMax.toFixed(0)}`,
+      '<= 25',
+      yes(r.xackPerSecondMax <= 25),
+    ),
+    row('XACK calls: consumer / whole Redis server', `${r.xackCalls} / ${r.serverXackCalls}`),
+    row('ids per XACK (mean)', r.meanAckBatch.toFixed(0)),
+    row(
+      'consumer RSS (max / at the end, MB)',
+      `${r.rssMaxMb.toFixed(0)} / ${r.rssEndMb.toFixed(0)}`,
+      '< 256',
+      yes(r.rssMaxMb < 256),
+    ),
+  ];
+  const summary = renderTable<(typeof rows)[number]>(
+    ['measure', 'value', 'target', 'met'].map((header, i) => ({
+      header,
+      value: (x) => [x.what, x.value, x.target, x.met][i],
+    })),
+    rows,
+  );
+  // Windows of `every` samples: mean rates, the last lag and pending, the highest RSS.
+  const every = Math.max(1, Math.round(r.timeline.length / 15));
+  const windows: TimelineRow[] = [];
+  for (let i = 0; i < r.timeline.length; i += every) {
+    const w = r.timeline.slice(i, i + every);
+    const last = w[w.length - 1];
+    const mean = (f: (x: TimelineRow) => number) => w.reduce((sum, x) => sum + f(x), 0) / w.length;
+    windows.push({
+      ...{
+        second: last.second,
+        publishedPerS: mean((x) => x.publishedPerS),
+        handledPerS: mean((x) => x.handledPerS),
+      },
+      ...{
+        xackPerS: mean((x) => x.xackPerS),
+        lag: last.lag,
+        pending: last.pending,
+        rssMb: Math.max(...w.map((x) => x.rssMb)),
+      },
+    });
+  }
+  const timeline = renderTable<TimelineRow>(
+    [
+      { header: 'until s', value: (x) => x.second },
+      { header: 'published/s', value: (x) => Math.round(x.publishedPerS) },
+      { header: 'handled/s', value: (x) => Math.round(x.handledPerS) },
+      { header: 'XACK/s', value: (x) => x.xackPerS, digits: 1 },
+      { header: 'lag', value: (x) => x.lag },
+      { header: 'pending', value: (x) => x.pending },
+      { header: 'max RSS MB', value: (x) => Math.round(x.rssMb) },
+    ],
+    windows,
+  );
+  const flags = [
+    o['old-space'] ? ` --max-old-space-size=${o['old-space']}` : '',
+    o['semi-space'] ? ` --max-semi-space-size=${o['semi-space']}` : '',
+  ].join('');
+  return [
+    `demo-ticks benchmark: ${o.symbols} symbols x ${o.rate}/s = ${r.targetRate} ticks/s for ${o.duration} s` +
+      (flags ? ` (consumer V8 flags:${flags})` : '') +
+      (o.from === 'dist'
+        ? '; consumer and collector: the built app (dist)'
+        : '; consumer and collector: TypeScript sources through scripts/register-ts.js') +
+      (o['cpu-prof'] ? `; CPU profile of the consumer: ${o['cpu-prof']}` : ''),
+    formatEnvInfo(r.env),
+    '',
+    summary,
+    '',
+    `timeline (means over ${every} samples of ${o.sample} s):`,
+    timeline,
+  ].join('\n');
+}
+
+export async function main(argv = process.argv.slice(2)): Promise<void> {
+  const o = parseDemoTicksArgs(argv);
+  const result = await runDemoTicksBench(o);
+  if (o.json) {
+    writeFileSync(o.json, `${JSON.stringify(result, null, 2)}\n`);
+    process.stdout.write(`JSON written to ${o.json}\n`);
   }
 }
 

@@ -1,103 +1,44 @@
-/*
- * The options of the demo-ticks benchmark (`npm run bench:ticks -- --demo`; --help lists them)
- * and their defaults.
- */
-import { cliOptions } from '../shared/args';
-
-export interface DemoTicksBenchOptions {
-  redisUrl: string;
-  durationMs: number;
-  symbols: number;
-  ratePerSymbol: number;
-  drainTimeoutMs: number;
-  /** V8 --max-semi-space-size (MB) of the consumer process; 0 = V8's default. */
-  semiSpaceMb: number;
-  /** V8 --max-old-space-size (MB) of the consumer process; 0 = V8's default. */
-  oldSpaceMb: number;
-  /** Run the built app (dist) or the TypeScript sources through register-ts (src). */
-  from: 'dist' | 'src';
-  /** With from = 'dist': build it first. */
-  build: boolean;
-  /** Write a CPU profile of the consumer (publishing period) to this file. */
-  cpuProfile?: string;
-  sampleMs: number;
-  keep: boolean;
-  /** Print the report (default true). */
-  print: boolean;
-}
-
-export const DEFAULT_OPTIONS: DemoTicksBenchOptions = {
-  redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
-  durationMs: 60_000,
-  symbols: 100,
-  ratePerSymbol: 100,
-  drainTimeoutMs: 120_000,
-  semiSpaceMb: 0,
-  oldSpaceMb: 0,
-  from: 'dist',
-  build: true,
-  sampleMs: 1000,
-  keep: false,
-  print: true,
-};
+/* The options of the demo-ticks benchmark (`npm run bench:ticks -- --demo`; --help lists them). */
+import { cliOptions, flag, num, str, UsageError, Values } from '../shared/args';
 
 const SPEC = {
-  duration: { type: 'number', default: 60, help: 'seconds the collector publishes' },
-  symbols: { type: 'number', default: 100, help: 'symbols' },
-  rate: { type: 'number', default: 100, help: 'ticks per second per symbol' },
-  'drain-timeout': {
-    type: 'number',
-    default: 120,
-    help: 'seconds to wait for the consumer to catch up afterwards',
-  },
-  'semi-space': {
-    type: 'number',
-    help: "V8 --max-semi-space-size of the consumer, MB (default: V8's)",
-  },
-  'old-space': {
-    type: 'number',
-    help: "V8 --max-old-space-size of the consumer, MB (default: V8's)",
-  },
-  from: {
-    type: 'string',
-    default: 'dist',
-    help: "dist: the `npm run build` output (built first); src: the TypeScript sources through scripts/register-ts.js (whose compiler adds 80-150 MB to the consumer's RSS)",
-  },
-  'no-build': { type: 'boolean', help: 'with --from dist: use the existing build' },
-  'cpu-prof': {
-    type: 'string',
-    placeholder: '<file>',
-    help: 'write a V8 CPU profile of the consumer over the publishing period',
-  },
-  json: { type: 'string', placeholder: '<file>', help: 'also write the results as JSON' },
-  keep: { type: 'boolean', help: 'keep the Redis keys (default: delete them)' },
-  demo: { type: 'boolean', help: 'accepted when run through bench:ticks -- --demo' },
-} as const;
+  duration: num(60, 'seconds the collector publishes'),
+  symbols: num(100, 'symbols'),
+  rate: num(100, 'ticks per second per symbol'),
+  'drain-timeout': num(120, 'seconds to wait for the consumer to catch up afterwards'),
+  'semi-space': num(undefined, "V8 --max-semi-space-size of the consumer, MB (default: V8's)"),
+  'old-space': num(undefined, "V8 --max-old-space-size of the consumer, MB (default: V8's)"),
+  from: str(
+    'dist',
+    "dist: the `npm run build` output (built first); src: the TypeScript sources through scripts/register-ts.js (whose compiler adds 80-150 MB to the consumer's RSS)",
+  ),
+  'no-build': flag('with --from dist: use the existing build'),
+  'cpu-prof': str(
+    undefined,
+    'write a V8 CPU profile of the consumer over the publishing period',
+    '<file>',
+  ),
+  json: str(undefined, 'also write the results as JSON', '<file>'),
+  keep: flag('keep the Redis keys (default: delete them)'),
+  demo: flag('accepted when run through bench:ticks -- --demo'),
+};
+
+export type DemoTicksBenchOptions = Values<typeof SPEC> & {
+  redisUrl: string;
+  /** Seconds between samples of the consumer's RSS and /metrics. */
+  sample: number;
+  /** Print the report. */
+  print: boolean;
+};
 
 const DESCRIPTION = `The real demo-ticks app at 10,000 ticks/s: the consumer (apps/demo-ticks/src/main.ts) and the
 collector (src/collector.main.ts) run as two processes of their own; this process samples the
 consumer's RSS and /metrics each second.`;
 
-export function parseDemoTicksArgs(argv: string[]): {
-  options: Partial<DemoTicksBenchOptions>;
-  json?: string;
-} {
-  const v = cliOptions('npm run bench:ticks -- --demo', DESCRIPTION, SPEC, argv);
-  if (v.from !== 'dist' && v.from !== 'src') {
-    process.stderr.write('bench demo-ticks: --from is dist or src\n');
-    process.exit(2);
-  }
-  const options: Partial<DemoTicksBenchOptions> = {
-    durationMs: v.duration * 1000,
-    symbols: v.symbols,
-    ratePerSymbol: v.rate,
-    drainTimeoutMs: v['drain-timeout'] * 1000,
-    from: v.from,
-  };
-  if (v['semi-space'] !== undefined) options.semiSpaceMb = v['semi-space'];
-  if (v['old-space'] !== undefined) options.oldSpaceMb = v['old-space'];
-  if (v['no-build']) options.build = false;
-  if (v.keep) options.keep = true;
-  if (v['cpu-prof'] !== undefined) options.cpuProfile = v['cpu-prof'];
-  return { options, json: v.json };
+export function parseDemoTicksArgs(argv: string[]): DemoTicksBenchOptions {
+  const v = cliOptions('npm run bench:ticks -- --demo', DESCRIPTION, SPEC, argv, (x) => {
+    if (x.from !== 'dist' && x.from !== 'src') throw new UsageError('--from is dist or src');
+  });
+  const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+  return { ...v, redisUrl, sample: 1, print: true };
 }

@@ -1,37 +1,25 @@
-import { helpText, parseOptions, UsageError } from './args';
+import { flag, helpText, list, num, parseOptions, str, UsageError } from './args';
 
 const SPEC = {
-  rate: { type: 'number', default: 100, help: 'messages per second' },
-  warmup: { type: 'number', min: 0, default: 2, help: 'seconds of warm-up' },
-  limit: { type: 'number', help: 'optional cap' },
-  modes: { type: 'list', choices: ['fixed', 'drain'], default: ['drain'], help: 'modes' },
-  json: { type: 'string', placeholder: '<file>', help: 'JSON output' },
-  keep: { type: 'boolean', help: 'keep the keys' },
-} as const;
+  rate: num(100, 'messages per second'),
+  warmup: num(2, 'seconds of warm-up', { min: 0 }),
+  limit: num(undefined, 'optional cap'),
+  modes: list(['fixed', 'drain'], ['drain'], 'modes'),
+  json: str(undefined, 'JSON output', '<file>'),
+  keep: flag('keep the keys'),
+};
 
 describe('parseOptions', () => {
   it('gives the defaults when no flag is passed', () => {
     expect(parseOptions(SPEC, [])).toEqual({
-      help: false,
-      rate: 100,
-      warmup: 2,
-      limit: undefined,
-      modes: ['drain'],
-      json: undefined,
-      keep: false,
+      ...{ help: false, rate: 100, warmup: 2, limit: undefined },
+      ...{ modes: ['drain'], json: undefined, keep: false },
     });
   });
 
   it('reads numbers, lists, strings and booleans, with `--flag value` and `--flag=value`', () => {
-    const v = parseOptions(SPEC, [
-      '--rate=250',
-      '--modes',
-      'fixed,drain',
-      '--json',
-      'out.json',
-      '--keep',
-    ]);
-    expect(v).toMatchObject({ rate: 250, modes: ['fixed', 'drain'], json: 'out.json', keep: true });
+    const v = parseOptions(SPEC, ['--rate=250', '--modes', 'fixed,drain', '--json', 'o', '--keep']);
+    expect(v).toMatchObject({ rate: 250, modes: ['fixed', 'drain'], json: 'o', keep: true });
   });
 
   it('accepts 0 only where the spec allows it', () => {
@@ -46,9 +34,6 @@ describe('parseOptions', () => {
       /one or more of fixed,drain/,
     );
     expect(() => parseOptions(SPEC, ['--json'])).toThrow(UsageError);
-  });
-
-  it('sees --help', () => {
     expect(parseOptions(SPEC, ['--help']).help).toBe(true);
   });
 });

@@ -1,7 +1,6 @@
 /*
- * Command-line options from a typed spec (node:util parseArgs underneath): every benchmark
- * declares its flags once, with their defaults and help, and gets typed values, clear errors for
- * bad input, and a --help text generated from the same spec.
+ * Command-line options from a typed spec (node:util parseArgs underneath): typed values, clear
+ * errors for bad input, and a --help text generated from the same spec.
  */
 import { parseArgs } from 'node:util';
 
@@ -11,12 +10,8 @@ interface Common {
   placeholder?: string;
 }
 export type OptionSpec =
-  | (Common & {
-      type: 'number';
-      default?: number;
-      /** Smallest value allowed (without it: any value > 0). */
-      min?: number;
-    })
+  /** `min`: smallest value allowed (without it: any value > 0). */
+  | (Common & { type: 'number'; default?: number; min?: number })
   | (Common & { type: 'string'; default?: string })
   | (Common & { type: 'boolean' })
   | (Common & { type: 'list'; default?: readonly string[]; choices?: readonly string[] });
@@ -37,29 +32,32 @@ type ValueOf<O extends OptionSpec> = O extends { type: 'number' }
         : string[] | undefined;
 export type Values<S extends Spec> = { [K in keyof S]: ValueOf<S[K]> };
 
-/** The usage text of a benchmark: its description, then one line (or more) per flag. */
+type More = { min?: number; placeholder?: string };
+/** Spec shorthands: a number (`undefined` default: none), a string, a boolean, a list. */
+export const num = <D extends number | undefined>(dflt: D, help: string, more: More = {}) =>
+  ({ type: 'number', default: dflt, help, ...more }) as const;
+export const str = <D extends string | undefined>(dflt: D, help: string, placeholder?: string) =>
+  ({ type: 'string', default: dflt, help, placeholder }) as const;
+export const flag = (help: string) => ({ type: 'boolean', help }) as const;
+export const list = <D extends readonly string[] | undefined>(
+  choices: readonly string[] | undefined,
+  dflt: D,
+  help: string,
+) => ({ type: 'list', choices, default: dflt, help }) as const;
+
 export function helpText(command: string, description: string, spec: Spec): string {
   const lines = Object.entries(spec).map(([name, o]) => {
     const value =
       o.type === 'boolean'
         ? ''
         : ` ${o.placeholder ?? (o.type === 'list' ? '<a,b,...>' : `<${o.type}>`)}`;
-    const dflt =
-      'default' in o && o.default !== undefined
-        ? ` (default ${Array.isArray(o.default) ? o.default.join(',') : String(o.default)})`
-        : '';
+    const d = 'default' in o ? o.default : undefined;
+    const dflt = d === undefined ? '' : ` (default ${Array.isArray(d) ? d.join(',') : String(d)})`;
     const choices = o.type === 'list' && o.choices ? ` [${o.choices.join(', ')}]` : '';
     return `  --${name}${value}\n      ${o.help}${choices}${dflt}`;
   });
-  return [
-    `usage: ${command} [options]`,
-    '',
-    description.trim(),
-    '',
-    'options:',
-    ...lines,
-    '  --help',
-  ].join('\n');
+  const head = [`usage: ${command} [options]`, '', description.trim(), '', 'options:'];
+  return [...head, ...lines, '  --help'].join('\n');
 }
 
 export class UsageError extends Error {}
@@ -86,8 +84,7 @@ export function parseOptions<S extends Spec>(
     const raw = values[name];
     if (o.type === 'boolean') out[name] = raw === true;
     else if (raw === undefined)
-      out[name] =
-        o.default === undefined ? undefined : o.type === 'list' ? [...o.default] : o.default;
+      out[name] = o.type === 'list' && o.default ? [...o.default] : o.default;
     else if (o.type === 'number') {
       const n = Number(raw);
       const min = o.min;
@@ -111,14 +108,15 @@ export function parseOptions<S extends Spec>(
 }
 
 /**
- * parseOptions for a benchmark's entry point: prints the help and exits 0 on --help, prints the
- * error and the help and exits 2 on bad input.
+ * parseOptions for an entry point: on --help prints the help and exits 0; on bad input (here or
+ * in `check`) prints the error and exits 2.
  */
 export function cliOptions<S extends Spec>(
   command: string,
   description: string,
   spec: S,
   argv: string[],
+  check: (values: Values<S>) => void = () => undefined,
 ): Values<S> {
   try {
     const values = parseOptions(spec, argv);
@@ -126,6 +124,7 @@ export function cliOptions<S extends Spec>(
       process.stdout.write(`${helpText(command, description, spec)}\n`);
       process.exit(0);
     }
+    check(values);
     return values;
   } catch (err) {
     if (!(err instanceof UsageError)) throw err;

@@ -1,12 +1,14 @@
 /*
- * A benchmark's worker as a forked Node process running TypeScript sources, talking over IPC:
- * the parent waits for typed messages (`ready`, results), and a child that reports
- * `{ type: 'error' }` or exits non-zero fails every wait instead of leaving it to time out.
+ * Forked worker processes over IPC: the parent waits for typed messages (`ready`, results), and
+ * a child that reports `{ type: 'error' }` or exits non-zero fails every wait at once instead of
+ * leaving it to time out.
  */
-import { ChildProcess, fork } from 'node:child_process';
+import { ChildProcess, fork, StdioOptions } from 'node:child_process';
 import { join } from 'node:path';
 
 export const REGISTER_TS = join(__dirname, '..', '..', 'scripts', 'register-ts.js');
+/** Runs an entry under the V8 CPU profiler, driven over IPC (see the file). */
+const CPU_PROFILED = join(__dirname, 'cpu-profiled.js');
 
 export interface Message {
   type: string;
@@ -41,7 +43,7 @@ export class Child<In extends Message, Out extends Message = Message> {
   }
 
   get running(): boolean {
-    return this.proc.exitCode === null && this.proc.signalCode === null;
+    return isRunning(this.proc);
   }
 
   private fail(err: Error): void {
@@ -62,21 +64,12 @@ export class Child<In extends Message, Out extends Message = Message> {
         const i = this.waiters.indexOf(waiter);
         if (i >= 0) this.waiters.splice(i, 1);
       };
-      const onFail = (err: Error) => {
-        done();
-        reject(err);
-      };
+      const onFail = (err: Error) => (done(), reject(err));
       const timer = setTimeout(
         () => onFail(new Error(`${this.name}: no "${type}" within ${timeoutMs} ms`)),
         timeoutMs,
       );
-      const waiter = {
-        type,
-        resolve: (m: In) => {
-          done();
-          resolve(m as R);
-        },
-      };
+      const waiter = { type, resolve: (m: In) => (done(), resolve(m as R)) };
       this.failed.add(onFail);
       this.waiters.push(waiter);
     });
@@ -96,14 +89,20 @@ export class Child<In extends Message, Out extends Message = Message> {
 export interface ForkOptions {
   /** Added to this process' environment. */
   env?: Record<string, string>;
+  /** More node options (e.g. --max-old-space-size). */
+  execArgv?: string[];
+  stdio?: StdioOptions;
+  /** Under cpu-profiled.js, so that startCpuProfile()/writeCpuProfile() work. */
+  profiled?: boolean;
 }
 
-/** Forks `file` (a .ts or .js path) with the TypeScript loader and an IPC channel. */
+/** Forks `file` (.ts files with the TypeScript loader) with an IPC channel. */
 export function forkTsProcess(file: string, options: ForkOptions = {}): ChildProcess {
-  return fork(file, [], {
-    execArgv: ['-r', REGISTER_TS],
+  const ts = file.endsWith('.ts') ? ['-r', REGISTER_TS] : [];
+  return fork(options.profiled ? CPU_PROFILED : file, options.profiled ? [file] : [], {
+    execArgv: [...(options.execArgv ?? []), ...ts],
     env: { ...process.env, ...options.env },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    stdio: options.stdio ?? ['ignore', 'inherit', 'inherit', 'ipc'],
   });
 }
 
@@ -114,6 +113,60 @@ export function forkTs<In extends Message, Out extends Message = Message>(
   options: ForkOptions = {},
 ): Child<In, Out> {
   return new Child<In, Out>(name, forkTsProcess(file, options));
+}
+
+export const isRunning = (p: ChildProcess) => p.exitCode === null && p.signalCode === null;
+
+/** Sends `signal` (SIGKILL after `graceMs`) and waits for the exit. */
+export async function stopProcess(
+  p: ChildProcess,
+  signal: NodeJS.Signals = 'SIGTERM',
+  graceMs = 15_000,
+): Promise<void> {
+  if (!isRunning(p)) return;
+  const exited = new Promise((resolve) => p.once('exit', resolve));
+  const timer = setTimeout(() => p.kill('SIGKILL'), graceMs);
+  p.kill(signal);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** The next IPC message of `p` that `accept` takes; rejects when `p` exits first. */
+export function nextMessage<T>(
+  p: ChildProcess,
+  what: string,
+  accept = (_m: T) => true,
+): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const onExit = (code: number | null) => {
+      p.off('message', onMessage);
+      reject(new Error(`${what} exited (${code}) before answering`));
+    };
+    const onMessage = (msg: T) => {
+      if (!accept(msg)) return;
+      p.off('message', onMessage);
+      p.off('exit', onExit);
+      resolve(msg);
+    };
+    p.on('message', onMessage);
+    p.once('exit', onExit);
+  });
+}
+
+/** A process forked with `profiled`: starts the V8 CPU profiler. */
+export const startCpuProfile = (p: ChildProcess) => p.send({ cpuProfileStart: true });
+
+/** A process forked with `profiled`: stops the CPU profiler and writes the profile to `file`. */
+export async function writeCpuProfile(p: ChildProcess, file: string): Promise<void> {
+  type Reply = { cpuProfileWritten?: string; cpuProfileError?: string };
+  const reply = nextMessage<Reply>(
+    p,
+    'the profiled process',
+    (m) => !!m.cpuProfileWritten || !!m.cpuProfileError,
+  );
+  p.send({ cpuProfile: file });
+  const { cpuProfileError } = await reply;
+  if (cpuProfileError) throw new Error(cpuProfileError);
 }
 
 /** In a forked worker: sends a message to the parent (no-op when run on its own). */

@@ -21,18 +21,16 @@ const ROOT = join(__dirname, '..', '..');
 /** Installed version of a package (from node_modules), or 'not installed'. */
 export function packageVersion(name: string): string {
   try {
-    const pkg = JSON.parse(
-      readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8'),
-    ) as { version?: string };
-    return pkg.version ?? 'unknown';
+    const file = join(ROOT, 'node_modules', name, 'package.json');
+    return (JSON.parse(readFileSync(file, 'utf8')) as { version?: string }).version ?? 'unknown';
   } catch {
     return 'not installed';
   }
 }
 
 /**
- * The commit the code under `paths` was measured at, for the report (the library moves between
- * runs): `<short hash>`, `+ uncommitted changes` when `paths` differ from it, 'unknown' outside git.
+ * The commit the code under `paths` was measured at (the library moves between runs):
+ * `<short hash>`, `+ uncommitted changes` when `paths` differ from it, 'unknown' outside git.
  */
 export function gitRevision(paths: string[]): string {
   const git = (...args: string[]) =>
@@ -63,11 +61,9 @@ export async function collectEnvInfo(
 }
 
 export function formatEnvInfo(info: EnvInfo): string {
-  const pkgs = Object.entries(info.packages)
-    .map(([name, v]) => `${name} ${v}`)
-    .join(', ');
+  const pkgs = Object.entries(info.packages).map(([name, v]) => `${name} ${v}`);
   return [
-    `node ${info.node} | redis ${info.redis} (${info.redisUrl}) | ${pkgs}`,
+    `node ${info.node} | redis ${info.redis} (${info.redisUrl}) | ${pkgs.join(', ')}`,
     `cpus ${info.cpus} x ${info.cpuModel} | ${info.platform}`,
   ].join('\n');
 }

@@ -39,7 +39,6 @@ export class PrivateRedis {
     return commandStats(this.control);
   }
 
-  /** Calls per command name (`get`, `evalsha`, `client|pause`, ...). */
   async commandCounts(): Promise<Record<string, number>> {
     return callsOf(await this.commandStats());
   }
@@ -53,4 +52,12 @@ export class PrivateRedis {
     this.control.disconnect();
     await this.server.destroy();
   }
+}
+
+/** `url`, or a PrivateRedis started for the run when there is none; `stop` ends what was started. */
+export async function redisFor(
+  url: string | undefined,
+): Promise<{ url: string; own?: PrivateRedis; stop(): Promise<void> }> {
+  const own = url ? undefined : await PrivateRedis.start();
+  return { url: url ?? own!.url, own, stop: async () => own?.stop() };
 }

@@ -1,13 +1,10 @@
 import { diffCommandStats, parseCommandStats, parseInfo, totalCalls } from './redis-stats';
 
-const INFO = [
-  '# Commandstats',
-  'cmdstat_get:calls=10,usec=50,usec_per_call=5.00,rejected_calls=0,failed_calls=0',
-  'cmdstat_evalsha:calls=4,usec=80,usec_per_call=20.00,rejected_calls=0,failed_calls=0',
-  'cmdstat_info:calls=2,usec=30,usec_per_call=15.00,rejected_calls=0,failed_calls=0',
-  'cmdstat_client|pause:calls=1,usec=3,usec_per_call=3.00,rejected_calls=0,failed_calls=0',
-  '',
-].join('\r\n');
+const stat = (name: string, calls: number, usec: number) =>
+  `cmdstat_${name}:calls=${calls},usec=${usec},usec_per_call=1.00,rejected_calls=0,failed_calls=0`;
+const INFO = ['# Commandstats', stat('get', 10, 50), stat('evalsha', 4, 80), stat('info', 2, 30)]
+  .concat(stat('client|pause', 1, 3), '')
+  .join('\r\n');
 
 describe('INFO parsing', () => {
   it('reads key/value pairs and skips section headers', () => {
@@ -27,15 +24,11 @@ describe('INFO parsing', () => {
 
 describe('diffCommandStats', () => {
   const before = parseCommandStats(INFO);
-  const after = {
-    ...before,
-    get: { calls: 15, usec: 80 },
-    info: { calls: 3, usec: 45 },
-    set: { calls: 2, usec: 6 },
-  };
+  const after = { ...before, get: { calls: 15, usec: 80 }, info: { calls: 3, usec: 45 } };
+  const withSet = { ...after, set: { calls: 2, usec: 6 } };
 
   it('keeps the commands with new calls, without INFO by default', () => {
-    expect(diffCommandStats(after, before)).toEqual({
+    expect(diffCommandStats(withSet, before)).toEqual({
       get: { calls: 5, usec: 30 },
       set: { calls: 2, usec: 6 },
     });
@@ -43,7 +36,7 @@ describe('diffCommandStats', () => {
 
   it('renames commands on request', () => {
     const diff = diffCommandStats(
-      after,
+      withSet,
       before,
       () => false,
       (c) => `x:${c}`,

@@ -20,14 +20,10 @@ export type CommandStats = Record<string, { calls: number; usec: number }>;
 export function parseCommandStats(text: string): CommandStats {
   const out: CommandStats = {};
   for (const [key, value] of Object.entries(parseInfo(text))) {
-    if (!key.startsWith('cmdstat_')) continue;
     const calls = /calls=(\d+)/.exec(value);
+    if (!key.startsWith('cmdstat_') || !calls) continue;
     const usec = /usec=(\d+)/.exec(value);
-    if (calls)
-      out[key.slice('cmdstat_'.length)] = {
-        calls: Number(calls[1]),
-        usec: usec ? Number(usec[1]) : 0,
-      };
+    out[key.slice('cmdstat_'.length)] = { calls: Number(calls[1]), usec: Number(usec?.[1] ?? 0) };
   }
   return out;
 }
@@ -37,9 +33,8 @@ export async function commandStats(redis: Redis): Promise<CommandStats> {
 }
 
 /**
- * The commands between two snapshots, without those `skip` matches (the benchmark's own INFO,
- * CLIENT, ...); commands with no new calls are left out. `rename` may file a command under
- * another name (e.g. the commands a script ran).
+ * The commands with new calls between two snapshots, without those `skip` matches (the
+ * benchmark's own INFO, ...); `rename` may file a command under another name.
  */
 export function diffCommandStats(
   after: CommandStats,
@@ -55,14 +50,11 @@ export function diffCommandStats(
   return out;
 }
 
-/** Calls per command. */
-export function callsOf(stats: CommandStats): Record<string, number> {
-  return Object.fromEntries(Object.entries(stats).map(([k, v]) => [k, v.calls]));
-}
+export const callsOf = (stats: CommandStats): Record<string, number> =>
+  Object.fromEntries(Object.entries(stats).map(([k, v]) => [k, v.calls]));
 
-export function totalCalls(stats: CommandStats): number {
-  return Object.values(stats).reduce((a, v) => a + v.calls, 0);
-}
+export const totalCalls = (stats: CommandStats): number =>
+  Object.values(stats).reduce((a, v) => a + v.calls, 0);
 
 /** CPU time of the redis-server process so far (INFO CPU: user + system, all threads), µs. */
 export async function redisCpuUs(redis: Redis): Promise<number> {
@@ -78,4 +70,12 @@ export async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
     if (keys.length > 0) await redis.unlink(...keys);
     cursor = next;
   } while (cursor !== '0');
+}
+
+/** XINFO GROUPS of a stream's first group as numbers (lag, pending, ...); {} when it has none. */
+export async function groupInfo(redis: Redis, stream: string): Promise<Record<string, number>> {
+  const [group = []] = (await redis.call('XINFO', 'GROUPS', stream)) as unknown[][];
+  const out: Record<string, number> = {};
+  for (let i = 0; i + 1 < group.length; i += 2) out[String(group[i])] = Number(group[i + 1]);
+  return out;
 }

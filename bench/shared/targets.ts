@@ -1,11 +1,6 @@
-/*
- * A benchmark's targets as data: what was aimed at, what was measured (and what it was compared
- * with), and whether it was met; printed as one table or as one line each.
- */
 import { renderTable } from './table';
 
 export interface Target {
-  /** A short stable name, when the benchmark gives one. */
   id?: string;
   text: string;
   measured: string;

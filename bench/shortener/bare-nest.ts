@@ -8,9 +8,10 @@ import { Controller, Get, Module, NotFoundException, Param, Res } from '@nestjs/
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyReply } from 'fastify';
-import { bareTargets } from './bare-targets';
 
-const { port, host, targets } = bareTargets(process.env);
+const targets = new Map(
+  Object.entries(JSON.parse(process.env.BARE_TARGETS ?? '{}') as Record<string, string>),
+);
 
 @Controller()
 class RedirectController {
@@ -35,7 +36,7 @@ async function main(): Promise<void> {
     logger: ['error', 'warn'],
   });
   app.enableShutdownHooks();
-  await app.listen(port, host);
+  await app.listen(Number(process.env.PORT ?? 3000), process.env.HOST ?? '127.0.0.1');
 }
 
 main().catch((err: unknown) => {

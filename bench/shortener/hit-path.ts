@@ -3,14 +3,14 @@
  * (the framework floor) and from a bare Nest + Fastify route (Nest's own ceiling), measured in
  * one run by the same load generator with the same connections. The servers run side by side;
  * the rows are interleaved in rounds, so that a change in the machine's load reaches them all,
- * and each row's ratio to the bare Nest route is taken within a round.
+ * and each row's ratio to the reference is taken within a round.
  */
-import { join } from 'node:path';
 import { loadavg } from 'node:os';
-import { summarizeProfile } from '../ticks/profile-summary';
-import { renderTable } from '../shared/table';
+import { join } from 'node:path';
+import { summarizeProfile } from '../shared/cpu-profile';
+import { median, renderTable } from '../shared/table';
 import type { ShortenerProcess, StartOptions } from './app-process';
-import { LoadResult, runLoad } from './load';
+import { LoadResult, runLoad } from '../shared/load';
 import { perfNodeOptions, perfShares, recordPerf } from './perf-profile';
 
 export interface HitPathServer {
@@ -26,75 +26,49 @@ export interface HitPathOptions {
   warmupS: number;
   rounds: number;
   /**
-   * Profile each server over one more run (not one of the rounds), writing the profiles here:
-   * V8's sampler (.cpuprofile, for DevTools), or Linux perf (on-CPU samples only: see
-   * perf-profile.ts), which the table of where the CPU goes then comes from.
+   * Profile each server over one more run (not one of the rounds) into `dir`: V8's sampler
+   * (.cpuprofile), or Linux perf (on-CPU samples only: see perf-profile.ts).
    */
   profile?: { dir: string; with: 'v8' | 'perf' };
   log: (line: string) => void;
 }
 
-/** CPU time of a server per request, from its profiled run. */
-export interface RequestCpu {
+/** CPU per request of a profiled run: all of it, and by origin (largest first), µs. */
+type RequestCpu = {
   file: string;
   profiler: 'v8' | 'perf';
-  requests: number;
-  /** µs of CPU per request, all of it (the process' CPU time from /proc, else the profile's). */
   totalUs: number;
-  /** µs per request by origin (package, Node internals, GC, ...), largest first. */
   origins: { origin: string; us: number }[];
-}
-
-export type HitPathRun = LoadResult & {
-  loadAvg: number;
-  /** CPU time of the server per response, µs (from /proc; undefined elsewhere). */
-  cpuUs?: number;
 };
 
-export interface HitPathRow {
+/** `cpuUs`: CPU time of the server per response, µs (from /proc; undefined elsewhere). */
+type HitPathRun = LoadResult & { loadAvg: number; cpuUs?: number };
+
+/** rps, cpuUs: medians over the rounds; ratio: median of rps / the reference's in the same round. */
+type HitPathRow = {
   name: string;
   runs: HitPathRun[];
-  /** Median over the rounds. */
   rps: number;
-  /** Median over the rounds, µs. */
   cpuUs?: number;
-  /** Median over the rounds of rps / the reference's rps in the same round. */
   ratio: number;
   cpu?: RequestCpu;
-}
+};
 
-export interface HitPathReport {
-  connections: number;
-  durationS: number;
-  rounds: number;
-  reference: string;
-  rows: HitPathRow[];
-}
+export type HitPathReport = Awaited<ReturnType<typeof runHitPath>>;
 
-export function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  if (sorted.length === 0) return NaN;
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-}
-
-/**
- * Starts `servers` (all at once), warms each, then runs `rounds` rounds of one load run per
- * server. `reference` names the row the ratios are taken against.
- */
+/** Starts `servers`, warms each, then runs `rounds` rounds of one load run per server. */
 export async function runHitPath(
   servers: HitPathServer[],
   reference: string,
   paths: () => string[],
   opts: HitPathOptions,
   started: (app: ShortenerProcess) => void,
-): Promise<HitPathReport> {
-  const { log } = opts;
+) {
+  const { log, profile } = opts;
   const apps: ShortenerProcess[] = new Array(servers.length);
   const order = servers
     .map((_, i) => i)
     .sort((a, b) => +!servers[a].startFirst - +!servers[b].startFirst);
-  const profile = opts.profile;
   for (const i of order) {
     apps[i] = await servers[i].start({
       profiled: profile?.with === 'v8',
@@ -120,16 +94,15 @@ export async function runHitPath(
   };
   if (opts.warmupS > 0) for (const app of apps) await load(app, opts.warmupS);
 
-  const runs = servers.map(() => [] as HitPathRow['runs']);
+  const runs = servers.map(() => [] as HitPathRun[]);
   for (let round = 1; round <= opts.rounds; round++) {
     log(`  round ${round} of ${opts.rounds}:`);
     for (const [i, server] of servers.entries()) {
-      const result = await load(apps[i], opts.durationS);
-      runs[i].push(result);
+      const r = await load(apps[i], opts.durationS);
+      runs[i].push(r);
       log(
-        `    ${server.name}: ${Math.round(result.rps)} req/s, ${result.cpuUs?.toFixed(1) ?? '-'} µs CPU per request, p50 ${result.p50.toFixed(2)} ms, ` +
-          `p99 ${result.p99.toFixed(2)} ms, ${result.unexpected} non-302, ` +
-          `${result.errors + result.timeouts} errors, load ${result.loadAvg.toFixed(1)}`,
+        `    ${server.name}: ${Math.round(r.rps)} req/s, ${r.cpuUs?.toFixed(1) ?? '-'} µs CPU per request, p50 ${r.p50.toFixed(2)} ms, ` +
+          `p99 ${r.p99.toFixed(2)} ms, ${r.unexpected} non-302, ${r.errors + r.timeouts} errors, load ${r.loadAvg.toFixed(1)}`,
       );
     }
   }
@@ -145,38 +118,39 @@ export async function runHitPath(
     ratio: median(runs[i].map((r, round) => r.rps / runs[ref][round].rps)),
   }));
 
-  if (profile) {
-    log(`  CPU profiles (${profile.with}, one more run each):`);
-    for (const [i, server] of servers.entries()) {
-      const base = join(profile.dir, slug(server.name));
-      let result: HitPathRun;
-      if (profile.with === 'v8') {
-        apps[i].startProfile();
-        result = await load(apps[i], opts.durationS);
-        await apps[i].writeProfile(`${base}.cpuprofile`);
-        rows[i].cpu = requestCpu(`${base}.cpuprofile`, result.requests, result.cpuUs);
-      } else {
-        const recording = await recordPerf(apps[i].pid, `${base}.perf.data`);
-        result = await load(apps[i], opts.durationS);
-        await recording.stop();
-        const totalUs = result.cpuUs ?? NaN;
-        rows[i].cpu = {
-          file: `${base}.perf.data`,
-          profiler: 'perf',
-          requests: result.requests,
-          totalUs,
-          origins: perfShares(`${base}.perf.data`).map((o) => ({
-            origin: o.origin,
-            us: o.share * totalUs,
-          })),
-        };
-      }
-      const file = rows[i].cpu!.file;
-      log(
-        `    ${server.name}: ${Math.round(result.rps)} req/s profiled, ` +
-          `${rows[i].cpu!.totalUs.toFixed(1)} µs CPU per request (${file})`,
-      );
+  if (profile) log(`  CPU profiles (${profile.with}, one more run each):`);
+  for (const [i, server] of profile ? servers.entries() : []) {
+    const base = join(
+      profile!.dir,
+      server.name
+        .toLowerCase()
+        .replace(/[^a-z0-9]+/g, '-')
+        .replace(/^-|-$/g, ''),
+    );
+    const file = profile!.with === 'v8' ? `${base}.cpuprofile` : `${base}.perf.data`;
+    let result: HitPathRun;
+    let shares: { origin: string; share: number }[];
+    if (profile!.with === 'v8') {
+      apps[i].startProfile();
+      result = await load(apps[i], opts.durationS);
+      await apps[i].writeProfile(file);
+      const summary = summarizeProfile(file, 0);
+      // The profile's busy time counts the time the process waited for a core on a loaded machine
+      // too: the total is the process' CPU time when known.
+      result.cpuUs ??= (summary.busyMs * 1000) / Math.max(1, result.requests);
+      shares = summary.origins.map((o) => ({ origin: o.origin, share: o.pct / 100 }));
+    } else {
+      const recording = await recordPerf(apps[i].pid, file);
+      result = await load(apps[i], opts.durationS);
+      await recording.stop();
+      shares = perfShares(file);
     }
+    const totalUs = result.cpuUs ?? NaN;
+    const origins = shares.map((o) => ({ origin: o.origin, us: o.share * totalUs }));
+    rows[i].cpu = { file, profiler: profile!.with, totalUs, origins };
+    log(
+      `    ${server.name}: ${Math.round(result.rps)} req/s profiled, ${totalUs.toFixed(1)} µs CPU per request (${file})`,
+    );
   }
   return {
     connections: opts.connections,
@@ -187,31 +161,10 @@ export async function runHitPath(
   };
 }
 
-function slug(name: string): string {
-  return name
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, '-')
-    .replace(/^-|-$/g, '');
-}
-
-/**
- * The CPU per request of a profiled run, split by origin in the profile's proportions. The
- * profile's own busy time counts the time the process waited for a core on a loaded machine too,
- * so the total is the process' CPU time (`measuredUs`) when known.
- */
-export function requestCpu(file: string, requests: number, measuredUs?: number): RequestCpu {
-  const summary = summarizeProfile(file, 0);
-  const totalUs = measuredUs ?? (summary.busyMs * 1000) / Math.max(1, requests);
-  return {
-    file,
-    profiler: 'v8',
-    requests,
-    totalUs,
-    origins: summary.origins.map((o) => ({ origin: o.origin, us: (o.pct / 100) * totalUs })),
-  };
-}
-
 export function formatHitPath(report: HitPathReport): string {
+  const med = (r: HitPathRow, f: (x: HitPathRun) => number) => median(r.runs.map(f));
+  const total = (r: HitPathRow, f: (x: HitPathRun) => number) =>
+    r.runs.reduce((s, x) => s + f(x), 0);
   const table = renderTable<HitPathRow>(
     [
       { header: 'server', value: (r) => r.name },
@@ -222,11 +175,11 @@ export function formatHitPath(report: HitPathReport): string {
       },
       { header: `x ${report.reference}`, value: (r) => r.ratio, digits: 2 },
       { header: 'CPU µs/req', value: (r) => r.cpuUs, digits: 1 },
-      { header: 'p50 ms', value: (r) => median(r.runs.map((x) => x.p50)), digits: 2 },
-      { header: 'p99 ms', value: (r) => median(r.runs.map((x) => x.p99)), digits: 2 },
-      { header: 'non-302', value: (r) => r.runs.reduce((s, x) => s + x.unexpected, 0) },
-      { header: 'errors', value: (r) => r.runs.reduce((s, x) => s + x.errors + x.timeouts, 0) },
-      { header: 'load', value: (r) => median(r.runs.map((x) => x.loadAvg)), digits: 1 },
+      { header: 'p50 ms', value: (r) => med(r, (x) => x.p50), digits: 2 },
+      { header: 'p99 ms', value: (r) => med(r, (x) => x.p99), digits: 2 },
+      { header: 'non-302', value: (r) => total(r, (x) => x.unexpected) },
+      { header: 'errors', value: (r) => total(r, (x) => x.errors + x.timeouts) },
+      { header: 'load', value: (r) => med(r, (x) => x.loadAvg), digits: 1 },
     ],
     report.rows,
   );
@@ -236,40 +189,33 @@ export function formatHitPath(report: HitPathReport): string {
     table,
   ];
   const profiled = report.rows.filter((r) => r.cpu);
-  if (profiled.length > 0) {
-    const origins = new Map<string, number>();
-    for (const r of profiled)
-      for (const o of r.cpu!.origins) {
-        origins.set(o.origin, Math.max(origins.get(o.origin) ?? 0, o.us));
-      }
-    const shown = [...origins].filter(([, us]) => us >= 0.5).sort((a, b) => b[1] - a[1]);
-    const usOf = (r: HitPathRow, origin: string) =>
-      r.cpu!.origins.find((o) => o.origin === origin)?.us ?? 0;
-    const cpuTable = renderTable<{ origin: string; of: (r: HitPathRow) => number }>(
-      [
-        { header: 'CPU µs per request', value: (x) => x.origin },
-        ...profiled.map((r) => ({
-          header: r.name,
-          value: (x: { of: (r: HitPathRow) => number }) => x.of(r),
-          digits: 1,
-        })),
-      ],
-      [
-        { origin: 'total', of: (r) => r.cpu!.totalUs },
-        ...shown.map(([origin]) => ({ origin, of: (r: HitPathRow) => usOf(r, origin) })),
-      ],
-    );
-    const how =
-      profiled[0].cpu!.profiler === 'perf'
-        ? 'perf, on-CPU samples; each to the origin of the closest JavaScript frame on its stack'
-        : "V8's sampler, self time; on a loaded machine it also counts time spent waiting for a core";
-    lines.push(
-      '',
-      `Where the CPU goes, µs per request (the process' CPU time from /proc, split as the profile says: ${how}):`,
-      cpuTable,
-    );
-  }
+  if (profiled.length === 0) return lines.join('\n');
+  const origins = new Map<string, number>();
+  for (const r of profiled)
+    for (const o of r.cpu!.origins)
+      origins.set(o.origin, Math.max(origins.get(o.origin) ?? 0, o.us));
+  const shown = [...origins].filter(([, us]) => us >= 0.5).sort((a, b) => b[1] - a[1]);
+  type Line = { origin: string; of: (r: HitPathRow) => number };
+  const usOf = (origin: string) => (r: HitPathRow) =>
+    r.cpu!.origins.find((o) => o.origin === origin)?.us ?? 0;
+  const cpuTable = renderTable<Line>(
+    [
+      { header: 'CPU µs per request', value: (x) => x.origin },
+      ...profiled.map((r) => ({ header: r.name, value: (x: Line) => x.of(r), digits: 1 })),
+    ],
+    [
+      { origin: 'total', of: (r) => r.cpu!.totalUs },
+      ...shown.map(([origin]) => ({ origin, of: usOf(origin) })),
+    ],
+  );
+  const how =
+    profiled[0].cpu!.profiler === 'perf'
+      ? 'perf, on-CPU samples; each to the origin of the closest JavaScript frame on its stack'
+      : "V8's sampler, self time; on a loaded machine it also counts time spent waiting for a core";
+  lines.push(
+    '',
+    `Where the CPU goes, µs per request (the process' CPU time from /proc, split as the profile says: ${how}):`,
+    cpuTable,
+  );
   return lines.join('\n');
 }
-
-export const HIT_PATH_TARGET_ROW = 'cached, L1';

@@ -1,15 +1,13 @@
 /*
- * On-CPU profiles of a server process with Linux `perf` (software event cpu-clock, call graphs),
- * summarized by where the time belongs: each sample goes to the origin of the closest JavaScript
- * frame on its stack (so V8's builtins and runtime count for the code that called them), to the
- * kernel when the sample is in the kernel, or to GC. Unlike V8's own sampler, perf samples only
- * while the process runs on a core, so the time a loaded machine keeps it waiting is not counted.
- * Needs `perf` and permission to profile the process (root, or kernel.perf_event_paranoid <= 1),
- * and the process started with perfNodeOptions() (V8 writes its JIT code, with timestamps, for
- * `perf inject --jit`; the plain perf-<pid>.map of --perf-basic-prof names code by address only,
- * and names a function by whatever ran there before once V8 reuses the space).
+ * On-CPU profiles of a server process with Linux `perf` (cpu-clock, call graphs): each sample
+ * goes to the origin of the closest JavaScript frame on its stack (so V8's builtins and runtime
+ * count for the code that called them), to the kernel, or to GC. Unlike V8's own sampler, perf
+ * samples only while the process runs on a core. Needs `perf`, root or
+ * kernel.perf_event_paranoid <= 1, and the process started with perfNodeOptions() (V8 writes its
+ * JIT code with timestamps for `perf inject --jit`; the perf-<pid>.map of --perf-basic-prof names
+ * a function by whatever ran there before once V8 reuses the space).
  */
-import { ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 
 /** Node options that let perf name JavaScript functions; V8 writes its jit-<pid>.dump in `dir`. */
@@ -28,17 +26,13 @@ export function perfUnavailable(): string | undefined {
   return undefined;
 }
 
-export interface PerfRecording {
-  stop(): Promise<void>;
-}
-
 /**
  * Starts `perf record` on `pid`, writing `file`; resolves once perf is attached. stop() ends it
  * and merges V8's JIT code into `file` (perf inject --jit).
  */
-export async function recordPerf(pid: number, file: string): Promise<PerfRecording> {
+export async function recordPerf(pid: number, file: string): Promise<{ stop(): Promise<void> }> {
   const raw = `${file}.raw`;
-  const child: ChildProcess = spawn(
+  const child = spawn(
     'perf',
     ['record', '-k', '1', '-e', 'cpu-clock', '-F', '997', '-g', '-p', String(pid), '-o', raw],
     { stdio: 'ignore' },
@@ -57,13 +51,10 @@ export async function recordPerf(pid: number, file: string): Promise<PerfRecordi
   };
 }
 
-/** Share of the samples by origin (0..1), largest first. */
-export type PerfShares = { origin: string; share: number }[];
-
 const GC = /(Heap::|Scavenger|MarkCompact|ConcurrentMarking|Sweeper|MinorMS|GCTracer)/;
 
 /** The origin of a JavaScript frame's symbol (`JS:*name /path/file.js:line:col`). */
-export function originOfJsFrame(symbol: string): string {
+function originOfJsFrame(symbol: string): string {
   const where = symbol.replace(/^JS:[*~^+']*\S*\s*/, '');
   if (where.startsWith('node:')) return 'node (http, net, streams)';
   const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(where);
@@ -75,8 +66,8 @@ export function originOfJsFrame(symbol: string): string {
   return 'other JavaScript';
 }
 
-/** Reads a perf.data file and attributes each sample (see the top of this file). */
-export function perfShares(file: string): PerfShares {
+/** Share of the samples of a perf.data file by origin (0..1), largest first. */
+export function perfShares(file: string): { origin: string; share: number }[] {
   const r = spawnSync('perf', ['script', '-i', file, '-F', 'ip,sym,dso'], {
     encoding: 'utf8',
     maxBuffer: 1 << 30,

@@ -2,33 +2,21 @@
  * npm run bench:ticks -- [options]   (--help lists them; bench/ticks/options.ts)
  *
  * Producer and consumer of a Redis Streams consumer group as forked processes on a real Redis,
- * per mode (fixed rate, drain of a backlog, max) and consumer variant (the transport with
- * per-message or batch handlers, with and without idempotency, and a raw ioredis loop as the
- * ceiling); then the targets. --demo runs the demo-ticks app instead (bench/demo-ticks), and
- * --rebalance ordered partitions while consumers move (bench/ticks/rebalance.ts).
+ * per mode and consumer variant; then the targets. --demo runs the demo-ticks app instead
+ * (bench/demo-ticks), --rebalance ordered partitions while consumers move (rebalance.ts).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { Redis } from 'ioredis';
 import { collectEnvInfo, EnvInfo, formatEnvInfo, gitRevision } from '../shared/env-info';
 import { SHARED_CPU_PCT, waitForQuiet } from '../shared/other-cpu';
-import { PrivateRedis } from '../shared/private-redis';
+import { redisFor } from '../shared/private-redis';
 import { renderTable } from '../shared/table';
 import { renderTargets, Target } from '../shared/targets';
 import { parseTicksArgs, TicksBenchOptions, variantsOf } from './options';
-import { formatProfileSummary, summarizeProfile } from './profile-summary';
-import { OTEL_MODES, VARIANTS } from './protocol';
-import {
-  columns,
-  LEGEND,
-  medianRows,
-  modeLabel,
-  OTEL_COLUMNS,
-  OTEL_LEGEND,
-  otelCostRows,
-  REDIS_COLUMNS,
-  relate,
-  Row,
-} from './rows';
+import { formatProfileSummary, summarizeProfile } from '../shared/cpu-profile';
+import { Mode, OTEL_MODES, OtelMode, VARIANTS } from './protocol';
+import * as R from './rows';
 import { runOne } from './run-one';
 import { evaluateTargets, sharedMachine } from './targets';
 
@@ -36,8 +24,8 @@ export interface TicksReport {
   env: EnvInfo;
   /** The commit of libs/stream-batch-ack that was measured. */
   revision: string;
-  rows: Row[];
-  medians: Row[];
+  rows: R.Row[];
+  medians: R.Row[];
   targets: Target[];
 }
 
@@ -46,73 +34,68 @@ export async function runTicksBench(
   out: (line: string) => void = (line) => process.stdout.write(`${line}\n`),
   progress: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
 ): Promise<TicksReport> {
-  let own: PrivateRedis | undefined;
-  if (!o.redisUrl) own = await PrivateRedis.start();
-  const redisUrl = o.redisUrl ?? own!.url;
+  const target = await redisFor(o['redis-url']);
+  const redisUrl = target.url;
   const redis = new Redis(redisUrl, { protocol: 2 } as never);
-  const rows: Row[] = [];
+  const rows: R.Row[] = [];
+  const modes = o.modes as Mode[];
   try {
-    const env = await collectEnvInfo(redis, redisUrl, [
-      '@nestjs/core',
-      '@nestjs/microservices',
-      'ioredis',
-      'rxjs',
-    ]);
+    const packages = ['@nestjs/core', '@nestjs/microservices', 'ioredis', 'rxjs'];
+    const env = await collectEnvInfo(redis, redisUrl, packages);
     out('bench:ticks: Redis Streams consumer group, producer and consumer in forked processes');
     out(formatEnvInfo(env));
     const revision = gitRevision(['libs/stream-batch-ack']);
     out(`@nest-redis-resilience/stream-batch-ack (libs/stream-batch-ack) at ${revision}`);
     out(
-      own
+      target.own
         ? `Redis: a throwaway redis-server started for this run (${redisUrl}); commandstats count this benchmark only`
         : `Redis: ${redisUrl} (given with --redis-url); commandstats are server-wide, other clients count too`,
     );
-    const warmup = Math.round(o.rate * o.warmupS);
-    const plan = o.modes.map((m) => `${m}: ${variantsOf(o, m).join(', ')}`).join('; ');
+    const warmup = Math.round(o.rate * o.warmup);
+    const plan = modes.map((m) => `${m}: ${variantsOf(o, m).join(', ')}`).join('; ');
     out(
-      `fixed: ${o.rate} msgs/s for ${o.durationS} s; drain: a backlog of ${warmup} + ${o.messages} messages written first, then consumed; max: ${o.messages} messages written as fast as possible while consumed (pipelines of ${o.pipelineSize} XADDs, 4 in flight); repeat ${o.repeat}`,
+      `fixed: ${o.rate} msgs/s for ${o.duration} s; drain: a backlog of ${warmup} + ${o.messages} messages written first, then consumed; max: ${o.messages} messages written as fast as possible while consumed (pipelines of ${o.pipeline} XADDs, 4 in flight); repeat ${o.repeat}`,
     );
     out(`rows: ${plan}`);
     out(
-      `warm-up: the first ${warmup} messages of every run (${o.warmupS} s at ${o.rate}/s; in drain and max mode as fast as the rest) are handled and acked but not measured`,
+      `warm-up: the first ${warmup} messages of every run (${o.warmup} s at ${o.rate}/s; in drain and max mode as fast as the rest) are handled and acked but not measured`,
     );
-    if (o.cpuProfDir) {
-      mkdirSync(o.cpuProfDir, { recursive: true });
-      out(`CPU profiles of the consumers' measured windows: ${o.cpuProfDir}`);
+    if (o['cpu-prof']) {
+      mkdirSync(resolve(o['cpu-prof']), { recursive: true });
+      out(`CPU profiles of the consumers' measured windows: ${resolve(o['cpu-prof'])}`);
     }
     out('');
-    for (let run = 1; run <= o.repeat; run++) {
-      for (const mode of o.modes) {
-        const runRows: Row[] = [];
+    for (let run = 1; run <= o.repeat; run++)
+      for (const mode of modes) {
+        const runRows: R.Row[] = [];
         for (const variant of variantsOf(o, mode)) {
           // The raw loops do not use the library: one row whatever --otel says.
-          const setups = o.otel && !variant.startsWith('raw') ? o.otel : [undefined];
+          const setups =
+            o.otel && !variant.startsWith('raw') ? (o.otel as OtelMode[]) : [undefined];
           for (const otel of setups) {
-            await waitForQuiet(o.quietS, progress);
+            await waitForQuiet(o.quiet, progress);
             progress(`  run ${run}: ${mode} / ${variant}${otel ? ` / otel ${otel}` : ''} ...`);
             runRows.push(await runOne(redis, redisUrl, o, mode, variant, run, otel));
           }
         }
-        relate(runRows);
+        R.relate(runRows);
         rows.push(...runRows);
       }
-    }
-    const medians = medianRows(rows);
-    const cols = columns(o);
-    for (const mode of o.modes) {
-      const order = (r: Row) =>
-        VARIANTS.indexOf(r.variant) * 10 + (r.otel ? OTEL_MODES.indexOf(r.otel) : 0);
+    const medians = R.medianRows(rows);
+    const order = (r: R.Row) =>
+      VARIANTS.indexOf(r.variant) * 10 + (r.otel ? OTEL_MODES.indexOf(r.otel) : 0);
+    for (const mode of modes) {
       const modeRows = rows
         .filter((r) => r.mode === mode)
         .sort((a, b) => Number(a.run) - Number(b.run) || order(a) - order(b));
       const modeMedians = medians
         .filter((r) => r.mode === mode)
         .sort((a, b) => order(a) - order(b));
-      out(`## ${modeLabel(mode, o)}`);
-      out(renderTable(cols, [...modeRows, ...modeMedians]));
+      out(`## ${R.modeLabel(mode, o)}`);
+      out(renderTable(R.columns(o), [...modeRows, ...modeMedians]));
       out('');
     }
-    for (const line of LEGEND) out(line);
+    for (const line of R.LEGEND) out(line);
     const shared = rows.filter(sharedMachine);
     if (shared.length > 0)
       out(
@@ -122,14 +105,14 @@ export async function runTicksBench(
       );
     out('');
     out("## Redis time of the consumers' commands (INFO commandstats usec), ms per 100k messages");
-    out(renderTable(REDIS_COLUMNS, [...rows, ...medians.filter((r) => r.run === 'median')]));
+    out(renderTable(R.REDIS_COLUMNS, [...rows, ...medians.filter((r) => r.run === 'median')]));
     if (o.otel) {
       out('');
       out(
         '## OpenTelemetry cost (--otel): each row against the same mode, consumer and run without the API',
       );
-      out(renderTable(OTEL_COLUMNS, otelCostRows(rows, medians)));
-      out(OTEL_LEGEND);
+      out(renderTable(R.OTEL_COLUMNS, R.otelCostRows(rows, medians)));
+      out(R.OTEL_LEGEND);
     }
     // The targets are about the transport as installed (the API, no SDK).
     const targets = evaluateTargets(
@@ -142,36 +125,21 @@ export async function runTicksBench(
       renderTargets(targets, { measured: 'measured (library)', baseline: 'raw loop, same runs' }),
     );
     const profiled = rows.filter((r) => r.profile);
-    if (profiled.length > 0) {
-      out('');
-      out('## CPU profiles of the measured windows (self time)');
-      for (const r of profiled) {
-        out('');
-        out(formatProfileSummary(summarizeProfile(r.profile!, 15)));
-      }
-    }
+    if (profiled.length > 0) out('\n## CPU profiles of the measured windows (self time)');
+    for (const r of profiled) out(`\n${formatProfileSummary(summarizeProfile(r.profile!, 15))}`);
     return { env, revision, rows, medians, targets };
   } finally {
     await redis.quit();
-    await own?.stop();
+    await target.stop();
   }
 }
 
 async function main(): Promise<void> {
-  if (process.argv.includes('--rebalance')) {
-    // `npm run bench:ticks -- --rebalance [options]`: ordered partitions while consumers move.
-    await (await import('./rebalance')).runRebalanceBench(process.argv.slice(2));
-    return;
-  }
-  if (process.argv.includes('--demo')) {
-    // `npm run bench:ticks -- --demo [options]`: the demo app at 10,000 ticks/s (bench/demo-ticks).
-    const { parseDemoTicksArgs } = await import('../demo-ticks/options');
-    const { options, json } = parseDemoTicksArgs(process.argv.slice(2));
-    const result = await (await import('../demo-ticks/main')).runDemoTicksBench(options);
-    if (json) writeFileSync(json, `${JSON.stringify(result, null, 2)}\n`);
-    return;
-  }
-  const o = parseTicksArgs(process.argv.slice(2));
+  const argv = process.argv.slice(2);
+  if (argv.includes('--rebalance'))
+    return void (await (await import('./rebalance')).runRebalanceBench(argv));
+  if (argv.includes('--demo')) return (await import('../demo-ticks/main')).main(argv);
+  const o = parseTicksArgs(argv);
   const report = await runTicksBench(o);
   if (o.json) {
     writeFileSync(o.json, `${JSON.stringify({ options: o, ...report }, null, 2)}\n`);

@@ -1,36 +1,28 @@
 /*
- * The OpenTelemetry setups that `--otel` compares, applied in the consumer process before the
- * transport is created:
- *   none  @opentelemetry/api cannot be resolved (as when it is not installed): no telemetry at all
- *   api   the API is installed, no SDK registered (the library's calls go to the API's no-ops)
- *   sdk   a MeterProvider with the Prometheus exporter as reader (no HTTP server: collected once at
- *         the end, as one scrape), and a tracer provider with a BatchSpanProcessor to an exporter
- *         that drops the spans; the AsyncLocalStorage context manager
- *   sdk-metrics  the MeterProvider with the Prometheus exporter only (no tracer provider)
+ * The OpenTelemetry setups that `--otel` compares, applied in the consumer before the transport
+ * is created (see --help). sdk: no HTTP server, the Prometheus exporter is collected once at the
+ * end (one scrape); the spans go through a BatchSpanProcessor to an exporter that drops them.
  */
 import Module from 'node:module';
 import type { OtelMode } from './protocol';
 
-export interface OtelSetup {
-  /** sdk: one collection (a scrape) and the spans flushed; returns the size of the scrape, bytes. */
-  finish(): Promise<number | undefined>;
-}
+type Resolver = { _resolveFilename: (...a: unknown[]) => string };
 
-export function setupOtel(mode: OtelMode | undefined): OtelSetup {
+/** finish(): sdk: one collection and the spans flushed, checked for the library's telemetry. */
+export function setupOtel(mode: OtelMode | undefined): { finish(): Promise<void> } {
+  const none = { finish: () => Promise.resolve() };
   if (mode === 'none') {
-    const resolve = (Module as unknown as { _resolveFilename: (...a: unknown[]) => string })
-      ._resolveFilename;
-    (Module as unknown as { _resolveFilename: (...a: unknown[]) => string })._resolveFilename =
-      function (this: unknown, request: unknown, ...rest: unknown[]) {
-        if (request === '@opentelemetry/api')
-          throw Object.assign(new Error("Cannot find module '@opentelemetry/api'"), {
-            code: 'MODULE_NOT_FOUND',
-          });
-        return resolve.call(this, request, ...rest);
-      };
-    return { finish: () => Promise.resolve(undefined) };
+    // As when @opentelemetry/api is not installed.
+    const resolve = (Module as unknown as Resolver)._resolveFilename;
+    (Module as unknown as Resolver)._resolveFilename = function (this: unknown, request, ...rest) {
+      if (request === '@opentelemetry/api')
+        throw Object.assign(new Error("Cannot find module '@opentelemetry/api'"), {
+          code: 'MODULE_NOT_FOUND',
+        });
+      return resolve.call(this, request, ...rest);
+    };
   }
-  if (mode !== 'sdk' && mode !== 'sdk-metrics') return { finish: () => Promise.resolve(undefined) };
+  if (mode !== 'sdk' && mode !== 'sdk-metrics') return none;
   const tracing = mode === 'sdk';
   const api = require('@opentelemetry/api') as typeof import('@opentelemetry/api');
   const { MeterProvider } =
@@ -44,16 +36,15 @@ export function setupOtel(mode: OtelMode | undefined): OtelSetup {
   const prometheus = new PrometheusExporter({ preventServerStart: true });
   const meterProvider = new MeterProvider({ readers: [prometheus] });
   let exportedSpans = 0;
+  const exporter = {
+    export: (spans: unknown[], done: (r: { code: 0 }) => void) => {
+      exportedSpans += spans.length;
+      done({ code: 0 });
+    },
+    shutdown: () => Promise.resolve(),
+  };
   const tracerProvider = new BasicTracerProvider({
-    spanProcessors: [
-      new BatchSpanProcessor({
-        export: (spans, done) => {
-          exportedSpans += spans.length;
-          done({ code: 0 });
-        },
-        shutdown: () => Promise.resolve(),
-      }),
-    ],
+    spanProcessors: [new BatchSpanProcessor(exporter as never)],
   });
   api.metrics.setGlobalMeterProvider(meterProvider);
   if (tracing) {
@@ -69,7 +60,6 @@ export function setupOtel(mode: OtelMode | undefined): OtelSetup {
       if (!text.includes('messaging_client_consumed_messages'))
         throw new Error('--otel sdk: the scrape lacks messaging.client.consumed.messages');
       await Promise.all([meterProvider.shutdown(), tracerProvider.shutdown()]);
-      return text.length;
     },
   };
 }

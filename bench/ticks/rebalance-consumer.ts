@@ -1,9 +1,7 @@
 /*
- * A forked consumer of `npm run bench:ticks -- --rebalance`: a Nest microservice on
- * ServerRedisStreams with ordered partitions and a per-message handler. It reports, over IPC,
- * what it handled (key, seq, sent and handled times) every 100 ms, and its partition events as
- * they happen; on { stop } it closes the app (a graceful leave) and exits.
- * Config in BENCH_REBALANCE_CONSUMER (JSON).
+ * A forked consumer of `--rebalance` (config in BENCH_REBALANCE_CONSUMER): ordered partitions, a
+ * per-message handler. Reports what it handled every 100 ms and its partition events as they
+ * happen; on { stop } it closes the app (a graceful leave) and exits.
  */
 import 'reflect-metadata';
 import { Controller, Module } from '@nestjs/common';
@@ -11,20 +9,14 @@ import { NestFactory } from '@nestjs/core';
 import { Payload } from '@nestjs/microservices';
 import { ServerRedisStreams, StreamEventPattern } from '@nest-redis-resilience/stream-batch-ack';
 
-export interface RebalanceConsumerConfig {
+export type RebalanceConsumerConfig = {
   redisUrl: string;
   stream: string;
-  group: string;
   consumer: string;
   partitions: number;
   leaseMs: number;
-}
-
-export interface KeyedTick {
-  key: string;
-  seq: number;
-  sentAt: number;
-}
+};
+export type KeyedTick = { key: string; seq: number; sentAt: number };
 
 /** [key, seq, sentAt, handledAt] */
 export type HandledRow = [string, number, number, number];
@@ -54,7 +46,7 @@ class RebalanceConsumerModule {}
 async function main(): Promise<void> {
   const server = new ServerRedisStreams({
     connection: cfg.redisUrl,
-    group: cfg.group,
+    group: 'bench',
     consumer: cfg.consumer,
     partitions: { [cfg.stream]: cfg.partitions },
     ordering: 'key',

@@ -1,17 +1,12 @@
 /*
- * npm run bench:ticks -- --rebalance [options]
+ * npm run bench:ticks -- --rebalance [options]   (--help lists them)
  *
- * Ordered partitions (`ordering: 'key'`) while consumers come and go: --consumers (default 3)
- * forked consumers in one group over a stream split into --partitions (default 6), fed by this
- * process at --rate msgs/s (default 2000) over --keys keys (default 100) for --seconds (default 20).
- * At 20 % of the run one consumer is killed (SIGKILL), at 40 % a new one joins, at 75 % another
- * leaves (app.close()). For each move the table gives the time until every moved partition had
- * its new owner (the `redis_streams.partition.assigned` events; a joining consumer from the
- * moment it announced itself), and the delay of the messages sent to the moved partitions while
- * they moved, against the steady delay of the run's first 20 % (the reference). It also checks that every message was handled and each
- * key's first handlings came in order.
- *
- * --help lists the options.
+ * Ordered partitions (`ordering: 'key'`) while consumers come and go: forked consumers in one
+ * group over a partitioned stream, fed by this process. For each move the table gives the time
+ * until every moved partition had its new owner (the `redis_streams.partition.assigned` events; a
+ * joining consumer from the moment it announced itself), and the delay of the messages sent to
+ * the moved partitions while they moved, against the steady delay of the run's first 20 %. It
+ * also checks that every message was handled and each key's first handlings came in order.
  */
 import { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -23,11 +18,12 @@ import {
   partitionOf,
   partitionStreams,
 } from '@nest-redis-resilience/stream-batch-ack';
-import { cliOptions } from '../shared/args';
-import { forkTsProcess } from '../shared/child';
+import { cliOptions, num, str } from '../shared/args';
+import { forkTsProcess, isRunning } from '../shared/child';
 import { collectEnvInfo, formatEnvInfo, gitRevision } from '../shared/env-info';
+import { redisFor } from '../shared/private-redis';
+import { groupInfo } from '../shared/redis-stats';
 import { quantile, renderTable } from '../shared/table';
-import { PrivateRedis } from '../shared/private-redis';
 import type {
   HandledRow,
   KeyedTick,
@@ -40,24 +36,15 @@ of the run, a new one joins at 40 %, another leaves at 75 %; the table gives the
 moved partition had its new owner and the delay of the messages sent to them meanwhile.`;
 
 const SPEC = {
-  consumers: {
-    type: 'number',
-    min: 3,
-    default: 3,
-    help: 'forked consumers in the group (one is killed, one leaves)',
-  },
-  partitions: { type: 'number', default: 6, help: 'partitions of the stream' },
-  rate: { type: 'number', default: 2000, help: 'messages per second' },
-  keys: { type: 'number', default: 100, help: 'ordering keys' },
-  seconds: { type: 'number', default: 20, help: 'length of the run' },
-  lease: { type: 'number', default: 2000, help: 'leaseMs of the partitions' },
-  'redis-url': {
-    type: 'string',
-    placeholder: '<url>',
-    help: 'use this Redis (default: a throwaway redis-server)',
-  },
-  json: { type: 'string', placeholder: '<file>', help: 'also write every number as JSON' },
-} as const;
+  consumers: num(3, 'forked consumers in the group (one is killed, one leaves)', { min: 3 }),
+  partitions: num(6, 'partitions of the stream'),
+  rate: num(2000, 'messages per second'),
+  keys: num(100, 'ordering keys'),
+  seconds: num(20, 'length of the run'),
+  lease: num(2000, 'leaseMs of the partitions'),
+  'redis-url': str(undefined, 'use this Redis (default: a throwaway redis-server)', '<url>'),
+  json: str(undefined, 'also write every number as JSON', '<file>'),
+};
 
 interface Member {
   name: string;
@@ -84,8 +71,8 @@ export async function runRebalanceBench(argv: string[]): Promise<unknown> {
     argv.filter((a) => a !== '--rebalance'),
   );
   const { consumers: n, partitions, rate, keys, seconds, lease: leaseMs } = o;
-  const own = o['redis-url'] ? undefined : await PrivateRedis.start();
-  const redisUrl = o['redis-url'] ?? own!.url;
+  const target = await redisFor(o['redis-url']);
+  const redisUrl = target.url;
   const redis = new Redis(redisUrl);
   const stream = `bench:rebalance:${process.pid}`;
   const members: Member[] = [];
@@ -93,14 +80,7 @@ export async function runRebalanceBench(argv: string[]): Promise<unknown> {
   const handledBy = new Map<HandledRow, string>();
   const out = (s: string) => process.stdout.write(`${s}\n`);
   const start = (name: string): Promise<Member> => {
-    const cfg: RebalanceConsumerConfig = {
-      redisUrl,
-      stream,
-      group: 'bench',
-      consumer: name,
-      partitions,
-      leaseMs,
-    };
+    const cfg: RebalanceConsumerConfig = { redisUrl, stream, consumer: name, partitions, leaseMs };
     // The partition events stream in: read off the process, not waited for one by one.
     const proc = forkTsProcess(join(__dirname, 'rebalance-consumer.ts'), {
       env: { BENCH_REBALANCE_CONSUMER: JSON.stringify(cfg) },
@@ -134,8 +114,7 @@ export async function runRebalanceBench(argv: string[]): Promise<unknown> {
     });
   };
   const balanced = () => {
-    const live = members.filter((m) => m.proc.exitCode === null && m.proc.signalCode === null);
-    const counts = live.map((m) => m.owned.size);
+    const counts = members.filter((m) => isRunning(m.proc)).map((m) => m.owned.size);
     return (
       counts.reduce((a, b) => a + b, 0) === partitions &&
       Math.max(...counts) - Math.min(...counts) <= 1
@@ -237,10 +216,8 @@ export async function runRebalanceBench(argv: string[]): Promise<unknown> {
     let checking = false;
     const drained = async () => {
       for (const s of partitionStreams(stream, partitions)) {
-        const [group] = (await redis.xinfo('GROUPS', s)) as (string | number)[][];
-        const info = new Map<string, string | number>();
-        for (let i = 0; i + 1 < group.length; i += 2) info.set(String(group[i]), group[i + 1]);
-        if (Number(info.get('pending')) !== 0 || Number(info.get('lag')) !== 0) return false;
+        const { pending, lag } = await groupInfo(redis, s);
+        if (pending !== 0 || lag !== 0) return false;
       }
       return true;
     };
@@ -363,6 +340,6 @@ export async function runRebalanceBench(argv: string[]): Promise<unknown> {
     ]);
     for (const m of members) if (m.proc.exitCode === null) m.proc.kill('SIGKILL');
     await redis.quit();
-    await own?.stop();
+    await target.stop();
   }
 }

@@ -3,6 +3,7 @@
  * send time), exactly-once accounting by sequence number, peak RSS (sampled) and CPU time.
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { quantile } from '../shared/table';
 import { ConsumerResult, hrNow, Tick } from './protocol';
 
 export class Recorder {
@@ -14,10 +15,9 @@ export class Recorder {
   private firstAt = 0;
   private lastAt = 0;
   private peakRss = 0;
-  private cpuStart: NodeJS.CpuUsage | null = null;
-  private cpuEnd: NodeJS.CpuUsage | null = null;
+  private cpuStart: NodeJS.CpuUsage | undefined;
+  private cpuEnd: NodeJS.CpuUsage | undefined;
   private readonly sampler: ReturnType<typeof setInterval>;
-  private doneSent = false;
   private readonly loopDelay = monitorEventLoopDelay({ resolution: 5 });
 
   constructor(
@@ -26,7 +26,7 @@ export class Recorder {
     rssEveryMs: number,
     private readonly onDone: () => void,
     /** Called when the first measured message is handled (the measured window starts). */
-    private readonly onStart: () => void = () => undefined,
+    private readonly onStart: () => void,
   ) {
     this.latencies = new Float64Array(expected);
     this.seen = new Uint8Array(expected);
@@ -38,28 +38,25 @@ export class Recorder {
     const now = hrNow();
     const seq = tick.seq - this.warmup;
     if (seq < 0) return; // warm-up: handled, not measured
-    if (this.handled === 0) {
+    if (this.handled++ === 0) {
       this.onStart();
       this.firstAt = now;
       this.cpuStart = process.cpuUsage();
       this.loopDelay.enable();
     }
-    this.handled++;
     this.lastAt = now;
-    if (seq >= 0 && seq < this.expected) {
-      if (this.seen[seq]) {
-        this.duplicates++;
-        return;
-      }
-      this.seen[seq] = 1;
-      this.latencies[this.count++] = now - tick.sentAt;
-      if (this.count === this.expected && !this.doneSent) {
-        this.doneSent = true;
-        this.cpuEnd = process.cpuUsage(this.cpuStart ?? undefined);
-        this.loopDelay.disable();
-        this.sampleRss();
-        this.onDone();
-      }
+    if (seq >= this.expected) return;
+    if (this.seen[seq]) {
+      this.duplicates++;
+      return;
+    }
+    this.seen[seq] = 1;
+    this.latencies[this.count++] = now - tick.sentAt;
+    if (this.count === this.expected) {
+      this.cpuEnd = process.cpuUsage(this.cpuStart);
+      this.loopDelay.disable();
+      this.sampleRss();
+      this.onDone();
     }
   }
 
@@ -68,21 +65,19 @@ export class Recorder {
     this.loopDelay.disable();
     this.sampleRss();
     const lat = this.latencies.subarray(0, this.count).sort();
-    const q = (p: number) =>
-      lat.length === 0
-        ? NaN
-        : lat[Math.min(lat.length - 1, Math.max(0, Math.ceil(p * lat.length) - 1))];
-    const cpu = this.cpuEnd ?? process.cpuUsage(this.cpuStart ?? undefined);
+    const cpu = this.cpuEnd ?? process.cpuUsage(this.cpuStart);
     return {
-      handled: this.handled,
-      duplicates: this.duplicates,
-      missing: this.expected - this.count,
-      p50: q(0.5),
-      p99: q(0.99),
-      max: lat.length ? lat[lat.length - 1] : NaN,
-      firstAt: this.firstAt,
-      lastAt: this.lastAt,
-      peakRssMb: this.peakRss / 1024 / 1024,
+      ...{
+        handled: this.handled,
+        duplicates: this.duplicates,
+        missing: this.expected - this.count,
+      },
+      ...{
+        p50: quantile(lat, 0.5),
+        p99: quantile(lat, 0.99),
+        max: lat.length ? lat[lat.length - 1] : NaN,
+      },
+      ...{ firstAt: this.firstAt, lastAt: this.lastAt, peakRssMb: this.peakRss / 1024 / 1024 },
       cpuMs: (cpu.user + cpu.system) / 1000,
       loopDelayP99: this.loopDelay.percentile(99) / 1e6,
       loopDelayMax: this.loopDelay.max / 1e6,
@@ -90,7 +85,6 @@ export class Recorder {
   }
 
   private sampleRss(): void {
-    const rss = process.memoryUsage.rss();
-    if (rss > this.peakRss) this.peakRss = rss;
+    this.peakRss = Math.max(this.peakRss, process.memoryUsage.rss());
   }
 }

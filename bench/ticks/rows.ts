@@ -1,72 +1,19 @@
-/*
- * One measured row of bench:ticks, how rows relate (% of raw, CPU vs plain, medians of runs), and
- * the columns of the tables that show them.
- */
+/* One measured row of bench:ticks, how rows relate (% of raw, CPU vs plain, medians of runs), and the tables' columns. */
 import { Column, median } from '../shared/table';
 import type { TicksBenchOptions } from './options';
-import { Mode, OtelMode, PLAIN_OF, Variant } from './protocol';
+import { Mode, PLAIN_OF, Variant } from './protocol';
+import type { runOne } from './run-one';
 
-export interface Row {
-  mode: Mode;
-  variant: Variant;
-  /** The consumer's OpenTelemetry setup (--otel); undefined: as installed, no SDK. */
-  otel?: OtelMode;
+export type Row = Omit<Awaited<ReturnType<typeof runOne>>, 'run'> & {
   /** The run number, or 'median' for the median of the runs of one mode and variant. */
   run: number | 'median';
-  /** Measured messages (each handled once). */
-  messages: number;
-  /** Every message written, warm-up included: the command counts are per these. */
-  sent: number;
-  /** Consumer throughput: messages handled / (last handled - first handled). */
-  msgsPerSec: number;
-  producerMsgsPerSec: number;
-  /** drain and max modes: msgsPerSec / the raw row's msgsPerSec of the same run. */
+  /** drain and max modes: msgsPerSec / the raw row's of the same run. */
   ofRaw?: number;
-  /** Idempotent variants: cpuMsPer100k / their plain variant's (PLAIN_OF) of the same mode and run. */
+  /** Idempotent variants: cpuMsPer100k / their plain variant's (PLAIN_OF) of the same run. */
   cpuVsPlain?: number;
-  /**
-   * drain: CPU time of the redis-server process (INFO CPU, user + system) from the consumer's
-   * start to its stop, per message sent: µs per message = s per 1M. Undefined in the other modes
-   * (the producer writes meanwhile) and with --redis-url.
-   */
-  redisCpuUsPerMsg?: number;
   /** drain: redisCpuUsPerMsg / the raw row's of the same run. */
   redisCpuVsRaw?: number;
-  p50: number;
-  p99: number;
-  max: number;
-  xackPer1000: number;
-  /** EVALSHA + EVAL per 1000 messages (the idempotency scripts). */
-  scriptsPer1000: number;
-  cmdsPerMsg: number;
-  consumerCmdsPerMsg: number;
-  /** Time Redis spent executing the consumer's commands (commandstats usec, XADD excluded), per 100k messages. */
-  redisMsPer100k: number;
-  /** Calls per command during the run. */
-  commands: Record<string, number>;
-  /** Time Redis spent executing each command during the run (commandstats usec), µs. */
-  commandUsec: Record<string, number>;
-  peakRssMb: number;
-  /** Consumer user + system CPU per 100,000 messages, ms. */
-  cpuMsPer100k: number;
-  /** Transport variants: entries per handler call (batch handlers: server.metrics() delivered / batches). */
-  avgBatch?: number;
-  loopDelayP99: number;
-  loopDelayMax: number;
-  pendingAfter: number;
-  missing: number;
-  duplicates: number;
-  /** Transport: entries failed, or skipped as duplicates or in progress (none expected here). */
-  failedOrSkipped: number;
-  complete: boolean;
-  /**
-   * CPU used by processes outside the benchmark while the row ran (drain: from the consumer's
-   * start; fixed, max: from the producer's start; to the last message), % of one core.
-   */
-  otherCpuPct?: number;
-  /** --cpu-prof: the profile of the measured window. */
-  profile?: string;
-}
+};
 
 export const LABEL: Record<Variant, string> = {
   'per-message': 'transport, per-message ack (batchSize 1)',
@@ -79,37 +26,27 @@ export const LABEL: Record<Variant, string> = {
   'raw-idem': 'raw loop + IdempotencyStore (L1 + L2)',
 };
 
-export function modeLabel(mode: Mode, o: TicksBenchOptions): string {
-  if (mode === 'fixed') return `fixed ${o.rate}/s`;
-  return `${mode} ${o.messages}`;
-}
+export const modeLabel = (mode: Mode, o: TicksBenchOptions) =>
+  mode === 'fixed' ? `fixed ${o.rate}/s` : `${mode} ${o.messages}`;
 
-export function isOk(r: Row): boolean {
-  return (
-    r.complete &&
-    r.missing === 0 &&
-    r.duplicates === 0 &&
-    r.pendingAfter === 0 &&
-    r.failedOrSkipped === 0
-  );
-}
+export const isOk = (r: Row) =>
+  r.complete && r.missing + r.duplicates + r.pendingAfter + r.failedOrSkipped === 0;
+
+const times = (x: number | undefined) => (x === undefined ? null : `${x.toFixed(2)}x`);
+const pctOf = (x: number | undefined) => (x === undefined ? null : `${x.toFixed(0)} %`);
 
 export function columns(o: TicksBenchOptions): Column<Row>[] {
+  const batch = `${LABEL.batch} (${o['batch-size']}/${o.interval} ms)`;
   return [
     { header: 'mode', value: (r) => modeLabel(r.mode, o) },
     {
       header: 'consumer',
       value: (r) =>
-        (r.variant === 'batch'
-          ? `${LABEL.batch} (${o.batchSize}/${o.intervalMs} ms)`
-          : LABEL[r.variant]) + (r.otel ? `, otel ${r.otel}` : ''),
+        (r.variant === 'batch' ? batch : LABEL[r.variant]) + (r.otel ? `, otel ${r.otel}` : ''),
     },
     { header: 'run', value: (r) => String(r.run) },
     { header: 'msgs/s', value: (r) => Math.round(r.msgsPerSec) },
-    {
-      header: '% of raw',
-      value: (r) => (r.ofRaw === undefined ? null : `${(r.ofRaw * 100).toFixed(0)} %`),
-    },
+    { header: '% of raw', value: (r) => pctOf(r.ofRaw && r.ofRaw * 100) },
     { header: 'p50 ms', value: (r) => r.p50, digits: 2 },
     { header: 'p99 ms', value: (r) => r.p99, digits: 2 },
     { header: 'max ms', value: (r) => r.max, digits: 1 },
@@ -117,26 +54,17 @@ export function columns(o: TicksBenchOptions): Column<Row>[] {
     { header: 'Lua/1k', value: (r) => r.scriptsPer1000, digits: 2 },
     { header: 'consumer cmds/msg', value: (r) => r.consumerCmdsPerMsg, digits: 3 },
     { header: 'CPU ms/100k', value: (r) => r.cpuMsPer100k, digits: 0 },
-    {
-      header: 'CPU vs plain',
-      value: (r) => (r.cpuVsPlain === undefined ? null : `${r.cpuVsPlain.toFixed(2)}x`),
-    },
+    { header: 'CPU vs plain', value: (r) => times(r.cpuVsPlain) },
     { header: 'Redis ms/100k', value: (r) => r.redisMsPer100k, digits: 0 },
     { header: 'Redis CPU s/1M', value: (r) => r.redisCpuUsPerMsg ?? null, digits: 2 },
-    {
-      header: 'Redis CPU vs raw',
-      value: (r) => (r.redisCpuVsRaw === undefined ? null : `${r.redisCpuVsRaw.toFixed(2)}x`),
-    },
+    { header: 'Redis CPU vs raw', value: (r) => times(r.redisCpuVsRaw) },
     { header: 'avg batch', value: (r) => r.avgBatch ?? null, digits: 0 },
     { header: 'peak RSS MB', value: (r) => r.peakRssMb, digits: 0 },
     {
       header: 'loop delay p99/max ms',
       value: (r) => `${r.loopDelayP99.toFixed(0)} / ${r.loopDelayMax.toFixed(0)}`,
     },
-    {
-      header: "others' CPU",
-      value: (r) => (r.otherCpuPct === undefined ? null : `${r.otherCpuPct.toFixed(0)} %`),
-    },
+    { header: "others' CPU", value: (r) => pctOf(r.otherCpuPct) },
     {
       header: 'check',
       value: (r) =>
@@ -171,21 +99,14 @@ export function medianRows(rows: Row[]): Row[] {
     .filter((group) => group.length > 1)
     .map((group) => {
       const row: Record<string, unknown> = { ...group[0] };
-      const keys = new Set(group.flatMap((r) => Object.keys(r)));
-      for (const key of keys) {
+      for (const key of new Set(group.flatMap((r) => Object.keys(r)))) {
         const values = group.map((r) => (r as unknown as Record<string, unknown>)[key]);
-        if (values.some((x) => typeof x === 'number' || (typeof x === 'object' && x !== null)))
-          row[key] = medianOf(
-            values.filter((x) => x !== undefined),
-            key,
-          );
+        const defined = values.filter((x) => x !== undefined);
+        if (defined.some((x) => typeof x === 'number' || (typeof x === 'object' && x !== null)))
+          row[key] = medianOf(defined, key);
       }
-      return {
-        ...(row as unknown as Row),
-        run: 'median',
-        complete: group.every((r) => r.complete),
-        profile: undefined,
-      };
+      const complete = group.every((r) => r.complete);
+      return { ...(row as unknown as Row), run: 'median', complete, profile: undefined };
     });
 }
 
@@ -225,6 +146,9 @@ const per100k = (r: Row, cmds: string[]) => {
   const usec = cmds.reduce((a, c) => a + (r.commandUsec[c] ?? 0), 0);
   return r.sent > 0 ? (usec / 1000 / r.sent) * 100_000 : NaN;
 };
+const sum = (m: Record<string, number>, keys: string[]) =>
+  keys.reduce((a, k) => a + (m[k] ?? 0), 0);
+const SCRIPTS = ['evalsha', 'eval'];
 
 /** Where Redis spent its time on each row: the stream commands, the idempotency scripts. */
 export const REDIS_COLUMNS: Column<Row>[] = [
@@ -233,13 +157,12 @@ export const REDIS_COLUMNS: Column<Row>[] = [
   { header: 'run', value: (r) => String(r.run) },
   { header: 'XREADGROUP', value: (r) => per100k(r, ['xreadgroup']), digits: 0 },
   { header: 'XACK', value: (r) => per100k(r, ['xack']), digits: 0 },
-  { header: 'EVALSHA/EVAL', value: (r) => per100k(r, ['evalsha', 'eval']), digits: 0 },
+  { header: 'EVALSHA/EVAL', value: (r) => per100k(r, SCRIPTS), digits: 0 },
   {
     header: 'µs per script call',
     value: (r) => {
-      const calls = (r.commands.evalsha ?? 0) + (r.commands.eval ?? 0);
-      const usec = (r.commandUsec.evalsha ?? 0) + (r.commandUsec.eval ?? 0);
-      return calls > 0 ? usec / calls : null;
+      const calls = sum(r.commands, SCRIPTS);
+      return calls > 0 ? sum(r.commandUsec, SCRIPTS) / calls : null;
     },
     digits: 0,
   },
@@ -250,14 +173,9 @@ export const REDIS_COLUMNS: Column<Row>[] = [
   },
 ];
 
-export interface OtelCostRow {
-  row: Row;
-  /** msgs/s and CPU of this row / the `none` row of the same mode, variant and run. */
-  throughput?: number;
-  cpu?: number;
-}
+/** An --otel row with its msgs/s and CPU / the `none` row's of the same mode, variant and run. */
+export type OtelCostRow = { row: Row; throughput?: number; cpu?: number };
 
-/** Per mode, library variant and run (or median): every --otel row against its `none` row. */
 export function otelCostRows(rows: Row[], medians: Row[]): OtelCostRow[] {
   const all = [...rows, ...medians].filter((r) => r.otel !== undefined);
   return all.map((row) => {
@@ -265,13 +183,9 @@ export function otelCostRows(rows: Row[], medians: Row[]): OtelCostRow[] {
       (b) =>
         b.otel === 'none' && b.mode === row.mode && b.variant === row.variant && b.run === row.run,
     );
-    return base
-      ? {
-          row,
-          throughput: row.msgsPerSec / base.msgsPerSec,
-          cpu: row.cpuMsPer100k / base.cpuMsPer100k,
-        }
-      : { row };
+    if (!base) return { row };
+    const cpu = row.cpuMsPer100k / base.cpuMsPer100k;
+    return { row, throughput: row.msgsPerSec / base.msgsPerSec, cpu };
   });
 }
 

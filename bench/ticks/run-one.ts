@@ -1,9 +1,6 @@
-/*
- * One row of bench:ticks: a forked producer and consumer on one stream, with the Redis command
- * counts and CPU of the run.
- */
+/* One row of bench:ticks: a forked producer and consumer on one stream, with the Redis command counts and CPU of the run. */
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
 import { Child, forkTs } from '../shared/child';
 import { otherCpuPercent, snapshotOtherCpu } from '../shared/other-cpu';
@@ -15,10 +12,9 @@ import {
   redisCpuUs,
 } from '../shared/redis-stats';
 import type { TicksBenchOptions } from './options';
-import {
+import type {
   ChildMessage,
   ConsumerConfig,
-  ConsumerResult,
   Mode,
   OtelMode,
   ParentMessage,
@@ -26,28 +22,21 @@ import {
   ProducerResult,
   Variant,
 } from './protocol';
-import type { Row } from './rows';
 
 /**
- * Commands that only the idempotency scripts run here (the default key's mark script: SADD,
- * PEXPIRE, SET; the GET of the greatest done id is the consumer's own). Redis counts the commands
- * a script calls in their own commandstats too (and their time in the script's): when scripts
- * ran, these are reported as `lua:<command>` and left out of the sums of commands sent and of
- * Redis time.
+ * Commands that only the idempotency scripts run here (SADD, PEXPIRE, SET; the GET of the
+ * greatest done id is the consumer's own). Redis counts the commands a script calls in their own
+ * commandstats too: when scripts ran, these are reported as `lua:<command>` and left out of the
+ * sums of commands sent and of Redis time.
  */
 const SCRIPT_INNER = new Set(['set', 'pttl', 'del', 'sadd', 'pexpire']);
 function diffStats(after: CommandStats, before: CommandStats): CommandStats {
   const scripts = ['evalsha', 'eval'].some((k) => (after[k]?.calls ?? 0) > (before[k]?.calls ?? 0));
-  return diffCommandStats(
-    after,
-    before,
-    (k) => k === 'info',
-    (k) => (scripts && SCRIPT_INNER.has(k) ? `lua:${k}` : k),
-  );
+  const rename = (k: string) => (scripts && SCRIPT_INNER.has(k) ? `lua:${k}` : k);
+  return diffCommandStats(after, before, (k) => k === 'info', rename);
 }
 
-/** The commands a client sent (not those a script ran). */
-const sentByClient = (cmd: string) => !cmd.startsWith('lua:');
+type TicksChild = Child<ChildMessage, ParentMessage>;
 
 export async function runOne(
   redis: Redis,
@@ -57,153 +46,140 @@ export async function runOne(
   variant: Variant,
   run: number,
   otel?: OtelMode,
-): Promise<Row> {
+) {
   const stream = `bench:ticks:${process.pid}:${run}:${mode}:${variant}${otel ? `:${otel}` : ''}`;
   const idempotencyPrefix = `${stream}:idem:`;
   const group = 'bench';
-  const total = mode === 'fixed' ? Math.round(o.rate * o.durationS) : o.messages;
-  const warmup = Math.round(o.rate * o.warmupS);
-  const profile = o.cpuProfDir
-    ? join(o.cpuProfDir, `${mode}-${variant}${otel ? `-otel-${otel}` : ''}-${run}.cpuprofile`)
+  const total = mode === 'fixed' ? Math.round(o.rate * o.duration) : o.messages;
+  const warmup = Math.round(o.rate * o.warmup);
+  const profile = o['cpu-prof']
+    ? join(
+        resolve(o['cpu-prof']),
+        `${mode}-${variant}${otel ? `-otel-${otel}` : ''}-${run}.cpuprofile`,
+      )
     : undefined;
   await redis.del(stream);
   const consumerCfg: ConsumerConfig = {
-    variant,
-    redisUrl,
-    stream,
-    group,
-    warmup,
-    expected: total,
-    batchSize: o.batchSize,
-    intervalMs: o.intervalMs,
-    readCount: o.readCount,
-    concurrency: o.concurrency,
-    rssEveryMs: 50,
-    idempotencyPrefix,
-    cpuProfile: profile,
-    otel,
+    ...{ variant, redisUrl, stream, group, warmup, expected: total },
+    ...{ batchSize: o['batch-size'], intervalMs: o.interval, readCount: o['read-count'] },
+    ...{ concurrency: o.concurrency, rssEveryMs: 50, idempotencyPrefix, cpuProfile: profile, otel },
   };
   const producerCfg: ProducerConfig = {
-    redisUrl,
-    stream,
-    mode,
-    rate: o.rate,
-    total: warmup + total,
-    pipelineSize: o.pipelineSize,
-    pipelinesInFlight: 4,
+    ...{ redisUrl, stream, mode, rate: o.rate, total: warmup + total },
+    ...{ pipelineSize: o.pipeline, pipelinesInFlight: 4 },
   };
   const doneTimeoutMs =
     mode === 'fixed'
-      ? (o.durationS + o.warmupS) * 1000 + 60_000
+      ? (o.duration + o.warmup) * 1000 + 60_000
       : Math.max(120_000, (warmup + total) / 2);
-  type TicksChild = Child<ChildMessage, ParentMessage>;
   let consumer: TicksChild | undefined;
   let producer: TicksChild | undefined;
-  const startConsumer = async (): Promise<TicksChild> => {
-    consumer = forkTs(`consumer (${variant})`, join(__dirname, 'consumer.ts'), {
-      env: { BENCH_TICKS_CONSUMER: JSON.stringify(consumerCfg) },
+  const start = async (name: string, file: string, env: string, cfg: object) => {
+    const child: TicksChild = forkTs(name, join(__dirname, file), {
+      env: { [env]: JSON.stringify(cfg) },
     });
-    await consumer.waitFor('ready', 60_000);
-    return consumer;
+    await child.waitFor('ready', 60_000);
+    return child;
   };
-  const startProducer = async (): Promise<TicksChild> => {
-    producer = forkTs('producer', join(__dirname, 'producer.ts'), {
-      env: { BENCH_TICKS_PRODUCER: JSON.stringify(producerCfg) },
-    });
-    await producer.waitFor('ready', 60_000);
-    return producer;
-  };
+  const startConsumer = async () =>
+    (consumer = await start(
+      `consumer (${variant})`,
+      'consumer.ts',
+      'BENCH_TICKS_CONSUMER',
+      consumerCfg,
+    ));
+  const startProducer = async () =>
+    (producer = await start('producer', 'producer.ts', 'BENCH_TICKS_PRODUCER', producerCfg));
+  const completion = (done: Promise<unknown>) =>
+    done.then(
+      () => true,
+      (err: Error) => {
+        process.stderr.write(`  ${err.message}: reporting what was handled\n`);
+        return false;
+      },
+    );
   try {
     let before: CommandStats;
-    let p: ProducerResult;
     let c: TicksChild;
     let complete: boolean;
-    let cpuBefore: ReturnType<typeof snapshotOtherCpu> = null;
+    let cpuBefore: ReturnType<typeof snapshotOtherCpu>;
     let redisCpuBefore: number | undefined;
-    let cpuAfter: ReturnType<typeof snapshotOtherCpu> = null;
-    const completion = (done: Promise<unknown>) =>
-      done.then(
-        () => true,
-        (err: Error) => {
-          process.stderr.write(`  ${err.message}: reporting what was handled\n`);
-          return false;
-        },
-      );
+    let produced: Promise<{ result: ProducerResult }>;
     if (mode === 'drain') {
       // The whole backlog is written first; the consumer starts on a full stream.
       const prod = await startProducer();
       before = await commandStats(redis);
-      const produced = prod.waitFor('producer-result', 600_000);
+      produced = prod.waitFor('producer-result', 600_000);
       prod.send({ type: 'start' });
-      p = (await produced).result;
+      await produced;
       await prod.exited;
       cpuBefore = snapshotOtherCpu();
-      if (!o.redisUrl) redisCpuBefore = await redisCpuUs(redis);
+      if (!o['redis-url']) redisCpuBefore = await redisCpuUs(redis);
       c = await startConsumer();
       complete = await completion(c.waitFor('done', doneTimeoutMs));
-      cpuAfter = snapshotOtherCpu();
     } else {
       c = await startConsumer();
       const prod = await startProducer();
       before = await commandStats(redis);
       const done = c.waitFor('done', doneTimeoutMs);
-      const produced = prod.waitFor('producer-result', o.durationS * 1000 + 600_000);
+      produced = prod.waitFor('producer-result', o.duration * 1000 + 600_000);
       cpuBefore = snapshotOtherCpu();
       prod.send({ type: 'start' });
       complete = await completion(done);
-      cpuAfter = snapshotOtherCpu();
-      p = (await produced).result;
     }
+    const cpuAfter = snapshotOtherCpu();
+    const p = (await produced).result;
     const resultMsg = c.waitFor('consumer-result', 60_000);
     c.send({ type: 'stop' });
-    const result: ConsumerResult = (await resultMsg).result;
+    const result = (await resultMsg).result;
     await Promise.all([c.exited, producer?.exited]);
     const redisCpu =
       redisCpuBefore === undefined ? undefined : (await redisCpuUs(redis)) - redisCpuBefore;
     const stats = diffStats(await commandStats(redis), before);
-    const pendingAfter = Number(
-      ((await redis.call('XPENDING', stream, group)) as [number, ...unknown[]])[0],
-    );
+    const pending = (await redis.call('XPENDING', stream, group)) as [number, ...unknown[]];
     const unique = total - result.missing;
     // Commands and acks are counted over every message sent, warm-up included.
     const sent = warmup + unique;
     const calls = (cmd: string) => stats[cmd]?.calls ?? 0;
-    const all = Object.entries(stats)
-      .filter(([cmd]) => sentByClient(cmd))
-      .reduce((a, [, v]) => a + v.calls, 0);
-    const consumerUsec = Object.entries(stats)
-      .filter(([cmd]) => cmd !== 'xadd' && sentByClient(cmd))
+    const byClient = Object.entries(stats).filter(([cmd]) => !cmd.startsWith('lua:'));
+    const all = byClient.reduce((a, [, v]) => a + v.calls, 0);
+    const consumerUsec = byClient
+      .filter(([cmd]) => cmd !== 'xadd')
       .reduce((a, [, v]) => a + v.usec, 0);
     const server = result.server;
+    const perS = (n: number, from: number, to: number) => n / Math.max(1e-9, (to - from) / 1000);
     return {
-      mode,
-      variant,
-      otel,
-      run,
+      ...{ mode, variant, otel, run },
+      /** Measured messages (each handled once). */
       messages: unique,
+      /** Every message written, warm-up included: the command counts are per these. */
       sent,
-      msgsPerSec: unique / Math.max(1e-9, (result.lastAt - result.firstAt) / 1000),
-      producerMsgsPerSec: p.sent / Math.max(1e-9, (p.lastAt - p.firstAt) / 1000),
-      p50: result.p50,
-      p99: result.p99,
-      max: result.max,
+      /** Consumer throughput: messages handled / (last handled - first handled). */
+      msgsPerSec: perS(unique, result.firstAt, result.lastAt),
+      producerMsgsPerSec: perS(p.sent, p.firstAt, p.lastAt),
+      ...{ p50: result.p50, p99: result.p99, max: result.max },
       xackPer1000: (calls('xack') / sent) * 1000,
       scriptsPer1000: ((calls('evalsha') + calls('eval')) / sent) * 1000,
       cmdsPerMsg: all / sent,
       consumerCmdsPerMsg: (all - calls('xadd')) / sent,
+      /** Time Redis spent executing the consumer's commands (XADD excluded), per 100k messages. */
       redisMsPer100k: (consumerUsec / 1000 / sent) * 100_000,
+      /**
+       * drain: CPU time of the redis-server process from the consumer's start to its stop, per
+       * message sent (µs per message = s per 1M). Undefined in the other modes (the producer
+       * writes meanwhile) and with --redis-url.
+       */
       redisCpuUsPerMsg: redisCpu === undefined ? undefined : redisCpu / sent,
       commands: Object.fromEntries(Object.entries(stats).map(([k, v]) => [k, v.calls])),
       commandUsec: Object.fromEntries(Object.entries(stats).map(([k, v]) => [k, v.usec])),
       peakRssMb: result.peakRssMb,
       cpuMsPer100k: (result.cpuMs / unique) * 100_000,
-      avgBatch:
-        server && server.batches > 0 ? server.delivered / server.batches : server ? 1 : undefined,
-      loopDelayP99: result.loopDelayP99,
-      loopDelayMax: result.loopDelayMax,
-      pendingAfter,
-      missing: result.missing,
-      duplicates: result.duplicates,
+      /** Transport: entries per handler call. */
+      avgBatch: server && (server.batches > 0 ? server.delivered / server.batches : 1),
+      ...{ loopDelayP99: result.loopDelayP99, loopDelayMax: result.loopDelayMax },
+      pendingAfter: Number(pending[0]),
+      ...{ missing: result.missing, duplicates: result.duplicates },
+      /** Transport: entries failed, or skipped as duplicates or in progress (none expected here). */
       failedOrSkipped: server
         ? server.failed +
           server.duplicatesSkipped.memory +
@@ -211,6 +187,7 @@ export async function runOne(
           server.inProgressSkipped
         : 0,
       complete,
+      /** CPU used by processes outside the benchmark while the row ran, % of one core. */
       otherCpuPct: otherCpuPercent(cpuBefore, cpuAfter),
       profile: profile && existsSync(profile) ? profile : undefined,
     };

@@ -1,6 +1,6 @@
 /*
- * The forked-worker helper every benchmark uses: messages by type, and a worker's error or exit
- * failing the waits at once instead of at their timeout.
+ * The forked-worker helper: messages by type, and a worker's error or exit failing the waits at
+ * once instead of at their timeout.
  */
 import { join } from 'node:path';
 import { Child, forkTs } from '../child';
@@ -8,14 +8,14 @@ import { Child, forkTs } from '../child';
 type In = { type: 'ready' } | { type: 'pong'; n: number };
 type Out = { type: 'ping'; n: number } | { type: 'stop' };
 
-const WORKER = join(__dirname, 'echo-worker.ts');
 /** Far longer than any wait should take here: a wait that fails, fails for another reason. */
 const LONG = 120_000;
 
 describe('forkTs and Child', () => {
   const children: Child<In, Out>[] = [];
   const start = (mode: string) => {
-    const child = forkTs<In, Out>(`worker (${mode})`, WORKER, { env: { CHILD_MODE: mode } });
+    const file = join(__dirname, 'echo-worker.ts');
+    const child = forkTs<In, Out>(`worker (${mode})`, file, { env: { CHILD_MODE: mode } });
     children.push(child);
     return child;
   };
@@ -36,15 +36,10 @@ describe('forkTs and Child', () => {
     expect(child.running).toBe(false);
   });
 
-  it("rejects a wait with the worker's error", async () => {
-    const child = start('error');
-    await expect(child.waitFor('ready', LONG)).rejects.toThrow(
-      /worker \(error\): .*the loader broke/s,
-    );
-  });
-
-  it('rejects a wait when the worker exits with an error code', async () => {
-    const child = start('crash');
-    await expect(child.waitFor('ready', LONG)).rejects.toThrow('worker (crash) exited with code 3');
+  it("rejects a wait with the worker's error, or when it exits with an error code", async () => {
+    const broken = start('error').waitFor('ready', LONG);
+    await expect(broken).rejects.toThrow(/worker \(error\): .*the loader broke/s);
+    const crashed = start('crash').waitFor('ready', LONG);
+    await expect(crashed).rejects.toThrow('worker (crash) exited with code 3');
   });
 });

@@ -1,9 +1,4 @@
-/*
- * A worker for child.e2e-spec.ts: does what CHILD_MODE says.
- *   echo   sends { ready }, then answers each { ping, n } with { pong, n }
- *   error  reports an error to the parent
- *   crash  exits with code 3 without a word
- */
+/* A worker for child.e2e-spec.ts, by CHILD_MODE: echo (ready, then pong per ping), error, crash. */
 import { failToParent, toParent } from '../child';
 
 const mode = process.env.CHILD_MODE;

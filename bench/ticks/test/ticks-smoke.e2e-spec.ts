@@ -6,18 +6,15 @@
  */
 import { renderTable } from '../../shared/table';
 import { runTicksBench, TicksReport } from '../main';
-import { DEFAULTS, TicksBenchOptions } from '../options';
+import { parseOptions } from '../../shared/args';
+import { SPEC } from '../options';
 import { columns } from '../rows';
 
 describe('bench:ticks smoke run', () => {
-  const options: TicksBenchOptions = {
-    ...DEFAULTS,
-    modes: ['drain', 'fixed'],
-    rate: 2000,
-    durationS: 1,
-    messages: 3000,
-    warmupS: 0.25,
-  };
+  const options = parseOptions(SPEC, [
+    ...['--modes', 'drain,fixed', '--rate', '2000', '--duration', '1'],
+    ...['--messages', '3000', '--warmup', '0.25'],
+  ]);
   let report: TicksReport;
   const lines: string[] = [];
 

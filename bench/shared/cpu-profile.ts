@@ -1,11 +1,9 @@
 /*
- * Reads a V8 CPU profile (.cpuprofile, as written by `bench:ticks -- --cpu-prof <dir>` or
- * `node --cpu-prof`) and tells where the CPU went: self time per function and per origin
- * (this library, Nest, ioredis, rxjs, Node's internals, GC...), and the total (inclusive) time
- * of the library's functions. Lines of .ts files are the TypeScript source lines (the profile
- * holds those of the JavaScript that scripts/register-ts.js made; they are mapped back).
+ * Where the CPU of a V8 CPU profile (.cpuprofile) went: self time per function and per origin
+ * (this library, Nest, ioredis, Node's internals, GC...), and the inclusive time of the library's
+ * functions. Lines of .ts files are mapped back to the TypeScript source.
  *
- *   node -r ./scripts/register-ts.js bench/ticks/profile-summary.ts <file.cpuprofile> [--top 15]
+ *   node -r ./scripts/register-ts.js bench/shared/cpu-profile.ts <file.cpuprofile> [--top 15]
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { SourceMap } from 'node:module';
@@ -13,50 +11,18 @@ import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as ts from 'typescript';
 
-interface CallFrame {
-  functionName: string;
-  url: string;
-  lineNumber: number;
-  columnNumber: number;
-}
-
-interface ProfileNode {
-  id: number;
-  parent?: number;
-  callFrame: CallFrame;
-  hitCount?: number;
-  children?: number[];
-}
-
-interface CpuProfile {
+type CallFrame = { functionName: string; url: string; lineNumber: number; columnNumber: number };
+type ProfileNode = { id: number; callFrame: CallFrame; hitCount?: number; children?: number[] };
+type CpuProfile = {
   nodes: ProfileNode[];
   startTime: number;
   endTime: number;
   samples?: number[];
   timeDeltas?: number[];
-}
-
-export interface ProfileSummary {
-  file: string;
-  /** Wall time the profile covers, ms. */
-  wallMs: number;
-  /** Sampled time that was not idle, ms. */
-  busyMs: number;
-  /** Self time by origin, % of busy time, largest first. */
-  origins: { origin: string; pct: number }[];
-  /** Self time by function, % of busy time, largest first. */
-  functions: FunctionTime[];
-  /** Total (inclusive: itself and what it calls) time of this library's functions, % of busy time. */
-  libraryTotals: FunctionTime[];
-}
-
-export interface FunctionTime {
-  name: string;
-  where: string;
-  origin: string;
-  pct: number;
-  ms: number;
-}
+};
+type Time = { name: string; where: string; origin: string; us: number };
+type FunctionTime = { name: string; where: string; origin: string; pct: number; ms: number };
+export type ProfileSummary = ReturnType<typeof summarizeProfile>;
 
 const ROOT = join(__dirname, '..', '..');
 const sourceMaps = new Map<string, SourceMap | null>();
@@ -93,7 +59,7 @@ function sourceLine(frame: CallFrame): number {
 }
 
 /** Where a function comes from, by its script's URL. */
-export function originOf(frame: CallFrame): string {
+function originOf(frame: CallFrame): string {
   const { url, functionName } = frame;
   if (!url) {
     if (functionName === '(garbage collector)') return 'GC';
@@ -117,7 +83,7 @@ function location(frame: CallFrame): string {
   return `${m ? m[0] : frame.url}:${sourceLine(frame)}`;
 }
 
-export function summarizeProfile(file: string, top = 15): ProfileSummary {
+export function summarizeProfile(file: string, top = 15) {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   // Self time per node: from samples and their time deltas when present, else hit counts.
@@ -134,7 +100,7 @@ export function summarizeProfile(file: string, top = 15): ProfileSummary {
     const hits = profile.nodes.reduce((a, n) => a + (n.hitCount ?? 0), 0) || 1;
     for (const n of profile.nodes) selfUs.set(n.id, ((n.hitCount ?? 0) / hits) * total);
   }
-  const fns = new Map<string, { name: string; where: string; origin: string; us: number }>();
+  const fns = new Map<string, Time>();
   const origins = new Map<string, number>();
   let busy = 0;
   for (const [id, us] of selfUs) {
@@ -155,7 +121,7 @@ export function summarizeProfile(file: string, top = 15): ProfileSummary {
   // on its stack.
   const parent = new Map<number, number>();
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
-  const totals = new Map<string, { name: string; where: string; origin: string; us: number }>();
+  const totals = new Map<string, Time>();
   for (const [id, us] of selfUs) {
     const leaf = byId.get(id);
     if (!leaf || us === 0 || originOf(leaf.callFrame) === 'idle') continue;
@@ -174,13 +140,12 @@ export function summarizeProfile(file: string, top = 15): ProfileSummary {
     }
   }
   const pct = (us: number) => (busy === 0 ? 0 : (us / busy) * 100);
-  const asTime = (f: { name: string; where: string; origin: string; us: number }) => ({
-    name: f.name,
-    where: f.where,
-    origin: f.origin,
-    pct: pct(f.us),
-    ms: f.us / 1000,
-  });
+  const asTime = ({ us, ...f }: Time): FunctionTime => ({ ...f, pct: pct(us), ms: us / 1000 });
+  const largest = (xs: Iterable<Time>) =>
+    [...xs]
+      .sort((a, b) => b.us - a.us)
+      .slice(0, top)
+      .map(asTime);
   return {
     file,
     wallMs: (profile.endTime - profile.startTime) / 1000,
@@ -188,14 +153,8 @@ export function summarizeProfile(file: string, top = 15): ProfileSummary {
     origins: [...origins]
       .map(([origin, us]) => ({ origin, pct: pct(us) }))
       .sort((a, b) => b.pct - a.pct),
-    functions: [...fns.values()]
-      .sort((a, b) => b.us - a.us)
-      .slice(0, top)
-      .map(asTime),
-    libraryTotals: [...totals.values()]
-      .sort((a, b) => b.us - a.us)
-      .slice(0, top)
-      .map(asTime),
+    functions: largest(fns.values()),
+    libraryTotals: largest(totals.values()),
   };
 }
 
@@ -223,7 +182,7 @@ if (require.main === module) {
   const i = args.indexOf('--top');
   const top = i >= 0 ? Number(args.splice(i, 2)[1]) : 15;
   if (args.length === 0) {
-    process.stderr.write('usage: profile-summary.ts <file.cpuprofile>... [--top 15]\n');
+    process.stderr.write('usage: cpu-profile.ts <file.cpuprofile>... [--top 15]\n');
     process.exit(2);
   }
   for (const file of args)

@@ -1,11 +1,11 @@
 /*
- * Runs a Node entry file (the demo-ticks consumer) under the V8 CPU profiler, driven by its parent
+ * Runs a Node entry file (a demo app, a benchmark server) under the V8 CPU profiler, driven by its parent
  * over IPC: `{ cpuProfileStart: true }` starts sampling, `{ cpuProfile: '<file>' }` stops it and
  * writes the .cpuprofile (answering `{ cpuProfileWritten }`). Needed because Nest's shutdown hooks
  * end the process with the signal, so `node --cpu-prof` would write nothing; and it lets the
  * benchmark profile only the publishing period. Plain JavaScript, so that it adds no TypeScript
  * compiler to a built app.
- *   fork('bench/demo-ticks/cpu-profiled.js', ['<entry.js>'])
+ *   fork('bench/shared/cpu-profiled.js', ['<entry.js>'])
  */
 'use strict';
 const inspector = require('node:inspector');
