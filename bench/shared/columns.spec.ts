@@ -18,6 +18,8 @@ describe('columns', () => {
   });
 
   it('throws on a field the rows do not have', () => {
-    expect(() => renderTable(columns<(typeof rows)[number]>('nope'), rows)).toThrow(/no field nope/);
+    expect(() => renderTable(columns<(typeof rows)[number]>('nope'), rows)).toThrow(
+      /no field nope/,
+    );
   });
 });

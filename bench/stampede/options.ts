@@ -80,7 +80,14 @@ export const DEFAULT_OPTIONS = {
   beta: 1,
   /** Scenario all: the extra multi-instance cliff run (0 or 1: none). */
   multiInstances: 4,
-  cliffPatterns: patterns('naive', 'singleflight', 'xfetch', 'distlock-poll', 'distlock', 'two-tier'),
+  cliffPatterns: patterns(
+    'naive',
+    'singleflight',
+    'xfetch',
+    'distlock-poll',
+    'distlock',
+    'two-tier',
+  ),
   concurrency: [100, 500, 1000],
   multiConcurrency: [1000],
   // steady
