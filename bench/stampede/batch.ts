@@ -88,6 +88,12 @@ function batchRow(flow: (typeof FLOWS)[number], instances: number, samples: Samp
 }
 export type BatchRow = ReturnType<typeof batchRow>;
 
+export const BATCH_COLUMNS = columns<BatchRow>(
+  'flow, instances, redis cmds=commands, round trips=round_trips, loader calls=loader_calls, ' +
+    'keys loaded=keys_loaded, max loader calls=max_loader_calls, ' +
+    'max loads/key=max_loads_per_key, ms:1',
+);
+
 export function batchLoads(ctx: ScenarioContext) {
   const rounds = Math.max(1, ctx.opts.batchRounds ?? 5);
   return runScenario(ctx, {
@@ -128,11 +134,7 @@ export function batchLoads(ctx: ScenarioContext) {
         await proxy.close();
       }
     },
-    columns: columns<BatchRow>(
-      'flow, instances, redis cmds=commands, round trips=round_trips, loader calls=loader_calls, ' +
-        'keys loaded=keys_loaded, max loader calls=max_loader_calls, ' +
-        'max loads/key=max_loads_per_key, ms:1',
-    ),
+    columns: BATCH_COLUMNS,
     targets: batchTargets,
   });
 }

@@ -38,6 +38,22 @@ function fanoutRow(pattern: PatternName, instance: string, list: LoadResult[], p
 }
 export type FanoutRow = ReturnType<typeof fanoutRow>;
 
+export const FANOUT_COLUMNS = columns<FanoutRow>(
+  'pattern, instance, reqs, loads(fills)=loads, lock_waits, lock_wait_ms:1, ' +
+    'notifications_received, notif/lock_wait, publishes, p99_ms=p99:2',
+  {
+    notifications_received: (r) => r.notifications ?? 'n/a',
+    'notif/lock_wait': (r) =>
+      r.notifications === null
+        ? 'n/a'
+        : r.lock_waits > 0
+          ? (r.notifications / r.lock_waits).toFixed(2)
+          : r.notifications === 0
+            ? '0'
+            : 'inf',
+  },
+);
+
 export function fanout(ctx: ScenarioContext) {
   const o = ctx.opts;
   const k = Math.max(2, o.fanoutInstances);
@@ -71,21 +87,7 @@ export function fanout(ctx: ScenarioContext) {
         return perPattern.flat();
       });
     },
-    columns: columns<FanoutRow>(
-      'pattern, instance, reqs, loads(fills)=loads, lock_waits, lock_wait_ms:1, ' +
-        'notifications_received, notif/lock_wait, publishes, p99_ms=p99:2',
-      {
-        notifications_received: (r) => r.notifications ?? 'n/a',
-        'notif/lock_wait': (r) =>
-          r.notifications === null
-            ? 'n/a'
-            : r.lock_waits > 0
-              ? (r.notifications / r.lock_waits).toFixed(2)
-              : r.notifications === 0
-                ? '0'
-                : 'inf',
-      },
-    ),
+    columns: FANOUT_COLUMNS,
     targets: fanoutTargets,
   });
 }
@@ -140,6 +142,11 @@ class CaptureLogger extends ConsoleLogger {
 }
 
 export type WarningsRow = Awaited<ReturnType<typeof warningsRow>>;
+
+export const WARNINGS_COLUMNS = columns<WarningsRow>(
+  'pattern, procs=processes, reqs, loads, loader_errors, caller_errors, early_recomputes, ' +
+    'failed_early, early_warning_lines=warning_lines, other_warnings, allowed_lines',
+);
 
 async function warningsRow(ctx: ScenarioContext, capture: CaptureLogger, pattern: PatternName) {
   const o = ctx.opts;
@@ -209,10 +216,7 @@ export function warnings(ctx: ScenarioContext) {
         Logger.overrideLogger(new ConsoleLogger({ logLevels: ['error', 'warn'] }));
       }
     },
-    columns: columns<WarningsRow>(
-      'pattern, procs=processes, reqs, loads, loader_errors, caller_errors, early_recomputes, ' +
-        'failed_early, early_warning_lines=warning_lines, other_warnings, allowed_lines',
-    ),
+    columns: WARNINGS_COLUMNS,
     after: (rows) =>
       rows.flatMap((r) => (r.sample ? [`${r.pattern}: first line: ${r.sample}`] : [])),
     targets: warningsTargets,

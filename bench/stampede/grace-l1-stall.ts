@@ -17,6 +17,13 @@ import { pausedRun } from './late-lock-stall';
 
 export type GraceRow = Awaited<ReturnType<typeof graceRow>>;
 
+export const GRACE_COLUMNS = columns<GraceRow>(
+  'pattern, grace, reqs, loads, injected_failures=failures, caller_errors, ' +
+    'errors/failure=errors_per_failure:3, stale_serves, fail_safes, p50_ms=p50:2, p99_ms=p99:2, ' +
+    'store_err=store_errors',
+  { grace: (r) => (r.grace_ms ? `${r.grace_ms} ms` : 'none') },
+);
+
 async function graceRow(ctx: ScenarioContext, redis: PrivateRedis, pattern: PatternName) {
   const o = ctx.opts;
   const extra = { failRate: o.graceFailRate, graceMs: o.graceMs, graceBackoffMs: o.graceBackoffMs };
@@ -74,12 +81,7 @@ export function graceFailing(ctx: ScenarioContext) {
       `${o.graceDurationMs} ms measured after every key was loaded; two-tier-grace = two-tier + grace ${o.graceMs} ms, ` +
       `graceBackoff ${o.graceBackoffMs} ms; one fresh app (1 process) per pattern`,
     rows: (redis) => eachOf(o.gracePatterns, (p) => graceRow(ctx, redis, p)),
-    columns: columns<GraceRow>(
-      'pattern, grace, reqs, loads, injected_failures=failures, caller_errors, ' +
-        'errors/failure=errors_per_failure:3, stale_serves, fail_safes, p50_ms=p50:2, p99_ms=p99:2, ' +
-        'store_err=store_errors',
-      { grace: (r) => (r.grace_ms ? `${r.grace_ms} ms` : 'none') },
-    ),
+    columns: GRACE_COLUMNS,
     targets: graceTargets,
   });
 }
@@ -104,6 +106,14 @@ export function graceTargets(rows: GraceRow[]): Target[] {
 // --- l1-stall -----------------------------------------------------------------------------
 
 export type L1StallRow = Awaited<ReturnType<typeof l1StallRow>>;
+
+export const L1_STALL_COLUMNS = columns<L1StallRow>(
+  'variant, pause, reqs, loads_before, loads/s_before=loads_per_s_before:1, loads_during, ' +
+    'loads/s_during=loads_per_s_during:1, excess_loads, reqs_during=during_reqs, ' +
+    'p50_during_ms=during_p50:2, p99_during_ms=during_p99:2, max_during_ms=during_max:2, ' +
+    'p99_before_ms=before_p99:2, l1_hits, store_err=store_errors',
+  { pause: (r) => `ALL ${r.pause_ms} ms` },
+);
 
 async function l1StallRow(ctx: ScenarioContext, redis: PrivateRedis, v: TierVariant) {
   const o = ctx.opts;
@@ -157,13 +167,7 @@ export function l1Stall(ctx: ScenarioContext) {
       `TTL ${o.l1StallTtlMs} ms (fresh through the run), backend ${o.backendMs} ms, ${o.l1StallDurationMs} ms with CLIENT PAUSE ${o.l1StallPauseMs} ALL at ${pauseAt} ms; ` +
       `operationTimeout ${o.operationTimeoutMs} ms, cooldown ${o.cooldownMs} ms; one fresh app (1 process) per variant, +l1 = StampedeModule l1: true`,
     rows: (redis) => eachOf(o.l1StallVariants.map(parseVariant), (v) => l1StallRow(ctx, redis, v)),
-    columns: columns<L1StallRow>(
-      'variant, pause, reqs, loads_before, loads/s_before=loads_per_s_before:1, loads_during, ' +
-        'loads/s_during=loads_per_s_during:1, excess_loads, reqs_during=during_reqs, ' +
-        'p50_during_ms=during_p50:2, p99_during_ms=during_p99:2, max_during_ms=during_max:2, ' +
-        'p99_before_ms=before_p99:2, l1_hits, store_err=store_errors',
-      { pause: (r) => `ALL ${r.pause_ms} ms` },
-    ),
+    columns: L1_STALL_COLUMNS,
     targets: l1StallTargets,
   });
 }

@@ -76,6 +76,15 @@ function hitReads(c: {
 
 export type HotsetRow = Awaited<ReturnType<typeof hotsetRow>>;
 
+export const HOTSET_COLUMNS = columns<HotsetRow>(
+  'pattern, inst=instances, reqs, loads, blocking%, early=early_recomputes, lock_waits, cmds, ' +
+    'cmds/req=cmds_per_req:3, cmds/load=cmds_per_load:2, cmds/hit=cmds_per_hit:3, ' +
+    'cmds/cold_load=cmds_per_cold_load:2, loads/key/ttl(top)=loads_per_hot_key_per_ttl:3, ' +
+    'max_loads/key/ttl=max_loads_key_per_ttl:2, double_refresh=double_refreshes, ' +
+    'p50_ms=p50:2, p99_ms=p99:2, store_err=store_errors',
+  { 'blocking%': (r) => `${r.blocking_pct.toFixed(2)}%` },
+);
+
 async function hotsetRow(
   ctx: ScenarioContext,
   instances: Instance[],
@@ -163,14 +172,7 @@ export function hotset(ctx: ScenarioContext) {
         eachOf(o.hotsetPatterns, (p) => hotsetRow(ctx, instances, redis, p)),
       );
     },
-    columns: columns<HotsetRow>(
-      'pattern, inst=instances, reqs, loads, blocking%, early=early_recomputes, lock_waits, cmds, ' +
-        'cmds/req=cmds_per_req:3, cmds/load=cmds_per_load:2, cmds/hit=cmds_per_hit:3, ' +
-        'cmds/cold_load=cmds_per_cold_load:2, loads/key/ttl(top)=loads_per_hot_key_per_ttl:3, ' +
-        'max_loads/key/ttl=max_loads_key_per_ttl:2, double_refresh=double_refreshes, ' +
-        'p50_ms=p50:2, p99_ms=p99:2, store_err=store_errors',
-      { 'blocking%': (r) => `${r.blocking_pct.toFixed(2)}%` },
-    ),
+    columns: HOTSET_COLUMNS,
     after: (rows) =>
       commandBreakdown(
         'hotset',

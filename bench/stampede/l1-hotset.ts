@@ -34,6 +34,17 @@ export function idealLoadsPerRequest(n: number, s: number, rate: number, ttlMs: 
 
 export type L1HotsetRow = Awaited<ReturnType<typeof l1HotsetRow>>;
 
+export const L1_HOTSET_COLUMNS = columns<L1HotsetRow>(
+  'variant, inst=instances, reqs, loads, loads/req=loads_per_req:3, cmds, cmds/req=cmds_per_req:3, ' +
+    'cmds/load=cmds_per_load:2, floor_cmds/req=floor_cmds_per_req:3, ' +
+    'loads/key/ttl(top)=loads_per_hot_key_per_ttl:3, max_loads/key/ttl=max_loads_key_per_ttl:2, ' +
+    'double_refresh=double_refreshes, hits, hit_p50_ms=hit_p50:3, hit_p99_ms=hit_p99:3, l1_hits%, ' +
+    'l1_hit_p99_ms=l1_hit_p99:3, redis_hits=store_hits, redis_hit_p50_ms=store_hit_p50:3, ' +
+    'redis_hit_p99_ms=store_hit_p99:3, ran_load, waited_lock, joined_load, ' +
+    'cpu_us/req=cpu_us_per_req:0, store_err=store_errors',
+  { 'l1_hits%': (r) => `${(100 * r.l1_hit_share).toFixed(1)}%` },
+);
+
 async function l1HotsetRow(
   ctx: ScenarioContext,
   instances: Instance[],
@@ -153,16 +164,7 @@ export function l1Hotset(ctx: ScenarioContext) {
       }
       return variants.map((v) => rows.get(v.name)!);
     },
-    columns: columns<L1HotsetRow>(
-      'variant, inst=instances, reqs, loads, loads/req=loads_per_req:3, cmds, cmds/req=cmds_per_req:3, ' +
-        'cmds/load=cmds_per_load:2, floor_cmds/req=floor_cmds_per_req:3, ' +
-        'loads/key/ttl(top)=loads_per_hot_key_per_ttl:3, max_loads/key/ttl=max_loads_key_per_ttl:2, ' +
-        'double_refresh=double_refreshes, hits, hit_p50_ms=hit_p50:3, hit_p99_ms=hit_p99:3, l1_hits%, ' +
-        'l1_hit_p99_ms=l1_hit_p99:3, redis_hits=store_hits, redis_hit_p50_ms=store_hit_p50:3, ' +
-        'redis_hit_p99_ms=store_hit_p99:3, ran_load, waited_lock, joined_load, ' +
-        'cpu_us/req=cpu_us_per_req:0, store_err=store_errors',
-      { 'l1_hits%': (r) => `${(100 * r.l1_hit_share).toFixed(1)}%` },
-    ),
+    columns: L1_HOTSET_COLUMNS,
     after: (rows) =>
       commandBreakdown(
         'l1-hotset',

@@ -18,6 +18,11 @@ import type { BenchOptions } from './options';
 
 export type LateLockRow = Awaited<ReturnType<typeof lateLockRow>>;
 
+export const LATE_LOCK_COLUMNS = columns<LateLockRow>(
+  'pattern, lock_path=path, pause, call1_ms:1, call1_store_err=call1_store_errors, lock_left, ' +
+    'lock_pttl_ms, call2_ms:1, call2_loads, lock_waits, lock_wait_ms:1',
+);
+
 /** The lock attempt that the pause delays: read-or-lock (a miss), try-lock (XFetch), or none. */
 type LockPath = 'no lock' | 'read-or-lock' | 'try-lock';
 
@@ -38,10 +43,7 @@ export function lateLock(ctx: ScenarioContext) {
         ]);
         return eachOf(paths.flat(), ([p, path]) => lateLockRow(ctx, app, redis, p, path));
       }),
-    columns: columns<LateLockRow>(
-      'pattern, lock_path=path, pause, call1_ms:1, call1_store_err=call1_store_errors, lock_left, ' +
-        'lock_pttl_ms, call2_ms:1, call2_loads, lock_waits, lock_wait_ms:1',
-    ),
+    columns: LATE_LOCK_COLUMNS,
     targets: (rows) => lateLockTargets(rows, o),
   });
 }
@@ -158,6 +160,17 @@ export async function pausedRun(
 
 export type StallRow = Awaited<ReturnType<typeof stallRow>>;
 
+export const STALL_COLUMNS = columns<StallRow>(
+  'pattern, pause, reqs, loads/s_before=loads_per_s_before:1, loads/s_during=loads_per_s_during:1, ' +
+    'loads/s_after=loads_per_s_after:1, during/before, reqs_during=during_reqs, ' +
+    'p50_during_ms=during_p50:1, p99_during_ms=during_p99:1, max_during_ms=during_max:1, ' +
+    'p99_before_ms=before_p99:1, store_err=store_errors',
+  {
+    pause: (r) => `${r.mode} ${r.pause_ms} ms`,
+    'during/before': (r) => `${r.ratio.toFixed(2)}x`,
+  },
+);
+
 async function stallRow(ctx: ScenarioContext, app: BenchApp, redis: PrivateRedis, p: PatternName) {
   const o = ctx.opts;
   const job: LoadJob = {
@@ -219,16 +232,7 @@ export function stall(ctx: ScenarioContext) {
       BenchApp.with(ctx.config(o.stallTtlMs, { recordLoads: true }, redis), (app) =>
         eachOf(o.stallPatterns, (p) => stallRow(ctx, app, redis, p)),
       ),
-    columns: columns<StallRow>(
-      'pattern, pause, reqs, loads/s_before=loads_per_s_before:1, loads/s_during=loads_per_s_during:1, ' +
-        'loads/s_after=loads_per_s_after:1, during/before, reqs_during=during_reqs, ' +
-        'p50_during_ms=during_p50:1, p99_during_ms=during_p99:1, max_during_ms=during_max:1, ' +
-        'p99_before_ms=before_p99:1, store_err=store_errors',
-      {
-        pause: (r) => `${r.mode} ${r.pause_ms} ms`,
-        'during/before': (r) => `${r.ratio.toFixed(2)}x`,
-      },
-    ),
+    columns: STALL_COLUMNS,
     targets: (rows) => stallTargets(rows, o),
   });
 }

@@ -60,6 +60,17 @@ function otelRow(variant: OtelVariant, tier: string, results: OtelWorkerReply['r
 }
 export type OtelRow = ReturnType<typeof otelRow>;
 
+export const OTEL_COLUMNS = columns<OtelRow>(
+  'variant, tier, off calls/s, on calls/s, on/off=ratio:3, loss, rounds on/off, ' +
+    'cpu us/call off=off_cpu_us:2, on=on_cpu_us:2',
+  {
+    'off calls/s': (r) => Math.round(r.off_per_s),
+    'on calls/s': (r) => Math.round(r.on_per_s),
+    loss: (r) => `${((1 - r.ratio) * 100).toFixed(1)} %`,
+    'rounds on/off': (r) => r.ratios.map((x) => x.toFixed(3)).join(' '),
+  },
+);
+
 export function otelCost(ctx: ScenarioContext) {
   const o = ctx.opts;
   const variants = o.otelVariants.filter((v): v is OtelVariant => v !== 'none');
@@ -105,16 +116,7 @@ export function otelCost(ctx: ScenarioContext) {
         }),
       );
     },
-    columns: columns<OtelRow>(
-      'variant, tier, off calls/s, on calls/s, on/off=ratio:3, loss, rounds on/off, ' +
-        'cpu us/call off=off_cpu_us:2, on=on_cpu_us:2',
-      {
-        'off calls/s': (r) => Math.round(r.off_per_s),
-        'on calls/s': (r) => Math.round(r.on_per_s),
-        loss: (r) => `${((1 - r.ratio) * 100).toFixed(1)} %`,
-        'rounds on/off': (r) => r.ratios.map((x) => x.toFixed(3)).join(' '),
-      },
-    ),
+    columns: OTEL_COLUMNS,
     after: () =>
       scrape
         ? [

@@ -44,6 +44,13 @@ async function poissonRun(
 
 export type SteadyRow = Awaited<ReturnType<typeof steadyRow>>;
 
+export const STEADY_COLUMNS = columns<SteadyRow>(
+  'pattern, reqs, db_calls, blocking_misses, blocking%, slow>50%backend=slow_reqs, ' +
+    'early_recomputes, double_refreshes, p50_ms=p50:2, p99_ms=p99:2, p999_ms=p999:2, rps:1, ' +
+    'redis_cmds_per_req:3, store_err=store_errors',
+  { 'blocking%': (r) => `${r.blocking_pct.toFixed(2)}%` },
+);
+
 async function steadyRow(ctx: ScenarioContext, app: BenchApp, pattern: PatternName) {
   const o = ctx.opts;
   const key = `steady:${pattern}`;
@@ -88,16 +95,16 @@ export function steady(ctx: ScenarioContext) {
       BenchApp.with(ctx.config(o.steadyTtlMs, { recordLoads: true }), (app) =>
         eachOf(o.steadyPatterns, (pattern) => steadyRow(ctx, app, pattern)),
       ),
-    columns: columns<SteadyRow>(
-      'pattern, reqs, db_calls, blocking_misses, blocking%, slow>50%backend=slow_reqs, ' +
-        'early_recomputes, double_refreshes, p50_ms=p50:2, p99_ms=p99:2, p999_ms=p999:2, rps:1, ' +
-        'redis_cmds_per_req:3, store_err=store_errors',
-      { 'blocking%': (r) => `${r.blocking_pct.toFixed(2)}%` },
-    ),
+    columns: STEADY_COLUMNS,
   });
 }
 
 export type SnowRow = Awaited<ReturnType<typeof snowRow>>;
+
+export const SNOW_COLUMNS = columns<SnowRow>(
+  'variant, keys, reqs, db_calls, max_calls_per_window=max_window_calls, window_ms, ' +
+    'window_at_ms=max_window_at_ms, p99_ms=p99:2, redis_cmds_per_req:3, store_err=store_errors',
+);
 
 async function snowRow(ctx: ScenarioContext, app: BenchApp, variant: string, p: PatternName) {
   const o = ctx.opts;
@@ -146,10 +153,7 @@ export function snowstorm(ctx: ScenarioContext) {
         await snowRow(ctx, app, 'no jitter', 'singleflight'),
         await snowRow(ctx, app, `@JitterTtl(${o.jitter})`, 'jitter'),
       ]),
-    columns: columns<SnowRow>(
-      'variant, keys, reqs, db_calls, max_calls_per_window=max_window_calls, window_ms, ' +
-        'window_at_ms=max_window_at_ms, p99_ms=p99:2, redis_cmds_per_req:3, store_err=store_errors',
-    ),
+    columns: SNOW_COLUMNS,
   });
 }
 
