@@ -42,12 +42,12 @@ const BENTO_L1_ENTRIES = 10_000;
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 const isLocal = (p: PatternName) => (LOCAL_PATTERNS as readonly string[]).includes(p);
 
-/** The fake database: sleeps `backendMs` and counts its calls per pattern. */
+/** The fake database: sleeps `backendMs`, counts its calls per pattern, fails at `failRate`. */
 export class Backend {
   readonly calls = new Map<PatternName, number>();
   /** With recordLoads: every loader call (key, performance.now() at its start), in start order. */
   readonly log: { key: string; at: number }[] = [];
-  /** With failRate: how many loads threw (their ids are 1..failures). */
+  /** Loads that threw (their ids are 1..failures). */
   failures = 0;
 
   constructor(private readonly cfg: BenchConfig) {}
@@ -74,7 +74,7 @@ interface LocalEnvelope {
   e: number;
 }
 
-/** Builds the Nest module for one configuration (TTLs are decorator arguments, fixed per class). */
+/** The Nest module of one configuration (TTLs are decorator arguments, fixed per class). */
 function buildBenchModule(cfg: BenchConfig) {
   const key = (k: string) => k;
   const ttl = cfg.ttlMs;
@@ -123,7 +123,6 @@ function buildBenchModule(cfg: BenchConfig) {
       return backend.load('two-tier', k);
     }
 
-    /** The README's full setup. */
     @Cacheable({ key, ttl })
     @SingleFlight()
     @XFetch(cfg.beta)

@@ -9,7 +9,7 @@ import { BenchApp } from './bench-app';
 import { LOCK_PATTERNS, PatternName, sumCounters } from './patterns';
 import { eachOf, q, round2, runScenario, ScenarioContext, sleep } from './scenario';
 import { withInstances } from './instances';
-import { LoadResult, runLoad, warmAndMeasure } from './load';
+import { LoadResult, runLoad, warmAndMeasure, poissonJob } from './load';
 
 // --- fanout -------------------------------------------------------------------------------
 
@@ -67,15 +67,14 @@ export function fanout(ctx: ScenarioContext) {
       const cfg = ctx.config(o.fanoutTtlMs, { backendMs: o.fanoutBackendMs }, redis);
       return withInstances(cfg, k, async (instances) => {
         const perPattern = await eachOf(o.fanoutPatterns, async (pattern) => {
-          const job = {
+          const job = poissonJob(
             pattern,
-            keyPrefix: `fan:${pattern}:`,
-            keys: o.fanoutKeys,
-            zipf: o.fanoutZipf,
-            mode: 'poisson' as const,
-            rate: o.fanoutRate / k,
-            durationMs: o.fanoutWarmupMs,
-          };
+            `fan:${pattern}:`,
+            o.fanoutKeys,
+            o.fanoutRate / k,
+            o.fanoutWarmupMs,
+            o.fanoutZipf,
+          );
           const run = await warmAndMeasure(instances, redis, job, o.fanoutDurationMs, {
             perRequest: true,
           });
@@ -156,15 +155,10 @@ async function warningsRow(ctx: ScenarioContext, capture: CaptureLogger, pattern
     async (app) => {
       const from = capture.lines.length;
       const f0 = app.backend.failures;
-      const res = await runLoad(app, {
-        pattern,
-        keyPrefix: `warn:${pattern}:`,
-        keys: o.warnKeys,
-        zipf: 0,
-        mode: 'poisson',
-        rate: o.warnRate,
-        durationMs: o.warnDurationMs,
-      });
+      const res = await runLoad(
+        app,
+        poissonJob(pattern, `warn:${pattern}:`, o.warnKeys, o.warnRate, o.warnDurationMs),
+      );
       await sleep(o.backendMs + 100); // recomputations started at the end finish and log
       return { res, from, f0, failures: app.backend.failures - f0 };
     },

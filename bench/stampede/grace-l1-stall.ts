@@ -9,7 +9,7 @@ import type { Target } from '../shared/targets';
 import { BenchApp } from './bench-app';
 import { PatternName } from './patterns';
 import { eachOf, q, round2, runScenario, ScenarioContext, sleep } from './scenario';
-import { LoadJob, runLoad } from './load';
+import { runLoad, poissonJob } from './load';
 import { parseVariant, TierVariant } from './options';
 import { pausedRun } from './late-lock-stall';
 
@@ -28,15 +28,13 @@ async function graceRow(ctx: ScenarioContext, redis: PrivateRedis, pattern: Patt
   const o = ctx.opts;
   const extra = { failRate: o.graceFailRate, graceMs: o.graceMs, graceBackoffMs: o.graceBackoffMs };
   return BenchApp.with(ctx.config(o.graceTtlMs, extra, redis), async (app) => {
-    const job: LoadJob = {
+    const job = poissonJob(
       pattern,
-      keyPrefix: `grace:${pattern}:`,
-      keys: o.graceKeys,
-      zipf: 0,
-      mode: 'poisson',
-      rate: o.graceRate,
-      durationMs: o.graceDurationMs,
-    };
+      `grace:${pattern}:`,
+      o.graceKeys,
+      o.graceRate,
+      o.graceDurationMs,
+    );
     // Warm-up, not counted: every key loaded, one after the other over a TTL (expiries
     // spread), then each once more (a key whose first load failed is loaded now).
     await runLoad(app, { ...job, mode: 'sweep', spreadMs: o.graceTtlMs });
@@ -119,15 +117,13 @@ async function l1StallRow(ctx: ScenarioContext, redis: PrivateRedis, v: TierVari
   const o = ctx.opts;
   const extra = { recordLoads: true, moduleOptions: v.l1 ? { l1: true } : undefined };
   return BenchApp.with(ctx.config(o.l1StallTtlMs, extra, redis), async (app) => {
-    const job: LoadJob = {
-      pattern: v.pattern,
-      keyPrefix: `l1st:${v.name}:`,
-      keys: o.l1StallKeys,
-      zipf: 0,
-      mode: 'poisson',
-      rate: o.l1StallRate,
-      durationMs: o.l1StallDurationMs,
-    };
+    const job = poissonJob(
+      v.pattern,
+      `l1st:${v.name}:`,
+      o.l1StallKeys,
+      o.l1StallRate,
+      o.l1StallDurationMs,
+    );
     await runLoad(app, { ...job, mode: 'sweep', concurrency: 20 }); // every key loaded
     const pauseAt = Math.max(0, (o.l1StallDurationMs - o.l1StallPauseMs) / 2);
     const run = await pausedRun(app, redis, job, pauseAt, o.l1StallPauseMs, 'ALL');

@@ -10,7 +10,7 @@ import { PatternName } from './patterns';
 import { commandBreakdown, commandDelta, totalCommands } from './command-counts';
 import { eachOf, q, runScenario, ScenarioContext } from './scenario';
 import { Instance, withInstances } from './instances';
-import { doubleRefreshes, LoadJob, warmAndMeasure } from './load';
+import { doubleRefreshes, LoadJob, warmAndMeasure, poissonJob } from './load';
 
 /**
  * A sweep of `keys` cold keys on instance 0 (every call a miss and a load), after one key that
@@ -104,15 +104,14 @@ async function hotsetRow(
   const { cold, warm } = { cold: probes.cold, warm: probes.warm! };
   const warmReads = hitReads(warm.res.counters);
   const cmdsPerHit = warmReads > 0 ? warm.cmds / warmReads : NaN;
-  const job: LoadJob = {
+  const job = poissonJob(
     pattern,
-    keyPrefix: `hs:${pattern}:`,
-    keys: o.hotsetKeys,
-    zipf: o.hotsetZipf,
-    mode: 'poisson',
-    rate: o.hotsetRate / k,
-    durationMs: o.hotsetWarmupMs,
-  };
+    `hs:${pattern}:`,
+    o.hotsetKeys,
+    o.hotsetRate / k,
+    o.hotsetWarmupMs,
+    o.hotsetZipf,
+  );
   const run = await warmAndMeasure(instances, redis, job, o.hotsetDurationMs, {
     perRequest: true,
   });

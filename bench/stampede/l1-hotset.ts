@@ -9,7 +9,7 @@ import type { Target } from '../shared/targets';
 import { commandBreakdown } from './command-counts';
 import { eachOf, q, runScenario, ScenarioContext } from './scenario';
 import { Instance, withInstances } from './instances';
-import { LoadJob, LoadResult, warmAndMeasure } from './load';
+import { LoadResult, warmAndMeasure, poissonJob } from './load';
 import { parseVariant, TierVariant } from './options';
 import { hotKeyLoads, probe } from './hotset';
 
@@ -60,15 +60,14 @@ async function l1HotsetRow(
     ['l1hs', v.name],
     o.l1HotsetProbeKeys,
   );
-  const job: LoadJob = {
-    pattern: v.pattern,
-    keyPrefix: `l1hs:${v.name}:`,
-    keys: o.l1HotsetKeys,
-    zipf: o.l1HotsetZipf,
-    mode: 'poisson',
-    rate: o.l1HotsetRate / k,
-    durationMs: o.l1HotsetWarmupMs,
-  };
+  const job = poissonJob(
+    v.pattern,
+    `l1hs:${v.name}:`,
+    o.l1HotsetKeys,
+    o.l1HotsetRate / k,
+    o.l1HotsetWarmupMs,
+    o.l1HotsetZipf,
+  );
   const run = await warmAndMeasure(instances, redis, job, o.l1HotsetDurationMs, { classify: true });
   const { results, cmds, reqs, counters: c } = run;
   const l1Hits = results.flatMap((r) => r.l1HitLatencies ?? []);

@@ -11,7 +11,7 @@ import type { Target } from '../shared/targets';
 import { BenchApp } from './bench-app';
 import { LOCK_PATTERNS, XFETCH_LOCK_PATTERNS, lockKey, PatternName, valueKey } from './patterns';
 import { eachOf, q, round2, runScenario, ScenarioContext, sleep } from './scenario';
-import { epochNow, LoadJob, runLoad } from './load';
+import { epochNow, LoadJob, runLoad, poissonJob } from './load';
 import type { BenchOptions } from './options';
 
 // --- late-lock ----------------------------------------------------------------------------
@@ -173,15 +173,7 @@ export const STALL_COLUMNS = columns<StallRow>(
 
 async function stallRow(ctx: ScenarioContext, app: BenchApp, redis: PrivateRedis, p: PatternName) {
   const o = ctx.opts;
-  const job: LoadJob = {
-    pattern: p,
-    keyPrefix: `stall:${p}:`,
-    keys: o.stallKeys,
-    zipf: 0,
-    mode: 'poisson',
-    rate: o.stallRate,
-    durationMs: o.stallWarmupMs,
-  };
+  const job = poissonJob(p, `stall:${p}:`, o.stallKeys, o.stallRate, o.stallWarmupMs);
   // Warm-up: the keys loaded one after the other over one TTL (so they do not all expire
   // together), then the traffic itself.
   await runLoad(app, { ...job, mode: 'sweep', spreadMs: o.stallTtlMs });

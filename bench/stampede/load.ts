@@ -10,7 +10,6 @@ import {
   CallRecord,
   callContext,
   diffCounters,
-  PatternCounters,
   PatternName,
   sumCounters,
 } from './patterns';
@@ -107,45 +106,22 @@ export interface LoadJob {
   classify?: boolean;
 }
 
-export interface LoadResult {
-  reqs: number;
-  /** Peak resident set size of the process running the load, since it started (KB). */
-  maxRssKb: number;
-  /** Epoch ms of the first arrival slot and wall time of the run (ms). */
-  startedAt: number;
-  wallMs: number;
-  counters: PatternCounters;
-  /** perRequest: every request's arrival (epoch ms) and latency (ms). */
-  arrivals?: number[];
-  latencies?: number[];
-  /** Per loader call started during the run (cfg.recordLoads): key and epoch ms. */
-  loads: [string, number][];
-  /** Calls that rejected (a failing loader), and the ids of the BackendErrors they saw. */
-  callerErrors: number;
-  errorIdsSeen: number[];
-  /** Fill notifications the store received during the run; null when the library has no counter. */
-  notifications: number | null;
-  /** CPU time (user + system, ms) of the process during the run, load generator included. */
-  cpuMs: number;
-  /**
-   * classify: latency (ms) of every hit served by the in-process tier (library L1 or
-   * bento-like's), and of every other hit (a store read, or a join of a flight that read it);
-   * calls that ran the loader, that waited for another holder's lock (its load), and that
-   * joined a flight that did either.
-   */
-  l1HitLatencies?: number[];
-  storeHitLatencies?: number[];
-  ranLoad?: number;
-  joinedLoad?: number;
-  waitedLock?: number;
+export type LoadResult = Awaited<ReturnType<typeof runLoad>>;
+
+/** `rate` req/s for `durationMs` over keys `${keyPrefix}${rank}`, Zipf `zipf` (0: uniform). */
+export function poissonJob(
+  pattern: PatternName,
+  keyPrefix: string,
+  keys: number,
+  rate: number,
+  durationMs: number,
+  zipf = 0,
+): LoadJob {
+  return { pattern, keyPrefix, keys, zipf, mode: 'poisson', rate, durationMs };
 }
 
 /** Runs one job against `app`. `events` (local runs only) fire at their time in the drive. */
-export async function runLoad(
-  app: BenchApp,
-  job: LoadJob,
-  events: DriveEvent[] = [],
-): Promise<LoadResult> {
+export async function runLoad(app: BenchApp, job: LoadJob, events: DriveEvent[] = []) {
   const call = app.caller(job.pattern);
   const keyOf = (rank: number) => `${job.keyPrefix}${rank}`;
   if (job.startAt !== undefined) {
@@ -161,8 +137,21 @@ export async function runLoad(
   const startedAt = epochNow();
   let reqs = job.keys;
   let wallMs: number;
-  let perRequest: Pick<LoadResult, 'arrivals' | 'latencies'> = {};
-  let classified: Partial<LoadResult> = {};
+  /**
+   * perRequest: every request's arrival (epoch ms) and latency (ms). classify: latency of every
+   * hit served by the in-process tier (library L1 or bento-like's), and of every other hit (a
+   * store read, or a join of a flight that read it); calls that ran the loader, that waited for
+   * another holder's lock (its load), and that joined a flight that did either.
+   */
+  let extra: {
+    arrivals?: number[];
+    latencies?: number[];
+    l1HitLatencies?: number[];
+    storeHitLatencies?: number[];
+    ranLoad?: number;
+    joinedLoad?: number;
+    waitedLock?: number;
+  } = {};
   const onError = (err: unknown) => {
     callerErrors++;
     if (err instanceof BackendError) seen.add(err.id);
@@ -241,25 +230,32 @@ export async function runLoad(
     const own = (i: number) =>
       new Promise<void>((resolve) => setImmediate(() => resolve(classify(i))));
     wallMs = await drive(times, job.classify ? own : plain, events);
-    if (job.classify)
-      classified = { l1HitLatencies: l1Hits, storeHitLatencies: storeHits, ...counts };
-    if (job.perRequest) perRequest = { arrivals: times.map((t) => startedAt + t), latencies: lat };
+    if (job.classify) extra = { l1HitLatencies: l1Hits, storeHitLatencies: storeHits, ...counts };
+    if (job.perRequest)
+      extra = { ...extra, arrivals: times.map((t) => startedAt + t), latencies: lat };
   }
   const n1 = app.notificationsReceived();
   const cpu = process.cpuUsage(cpu0);
   return {
     reqs,
+    /** Peak resident set size of the process running the load, since it started (KB). */
     maxRssKb: process.resourceUsage().maxRSS,
+    /** Epoch ms of the first arrival slot. */
     startedAt,
     wallMs,
     counters: diffCounters(app.counters(job.pattern), c0),
-    ...perRequest,
-    loads: app.backend.log.slice(log0).map((r) => [r.key, performance.timeOrigin + r.at]),
+    /** Per loader call started during the run (cfg.recordLoads): key and epoch ms. */
+    loads: app.backend.log
+      .slice(log0)
+      .map((r): [string, number] => [r.key, performance.timeOrigin + r.at]),
+    /** Calls that rejected (a failing loader), and the ids of the BackendErrors they saw. */
     callerErrors,
     errorIdsSeen: [...seen],
+    /** Fill notifications the store received during the run (null: the library has no counter). */
     notifications: n0 === undefined || n1 === undefined ? null : n1 - n0,
+    /** CPU time (user + system, ms) of the process during the run, load generator included. */
     cpuMs: (cpu.user + cpu.system) / 1000,
-    ...classified,
+    ...extra,
   };
 }
 

@@ -35,32 +35,20 @@ export function parseVariant(text: string): TierVariant {
   return { name, pattern, l1 };
 }
 
-/** One scenario by name, or a group of them (SCENARIO_GROUPS); run in this order. */
-export const SCENARIOS = [
-  'all',
-  'resilience',
-  'tiers',
-  'cliff',
-  'steady',
-  'snowstorm',
-  'late-lock',
-  'stall',
-  'hotset',
-  'fanout',
-  'warnings',
-  'l1-hotset',
-  'grace-failing',
-  'l1-stall',
-  'otel',
-  'batch',
-] as const;
-export type Scenario = (typeof SCENARIOS)[number];
-
-export const SCENARIO_GROUPS: Partial<Record<Scenario, Scenario[]>> = {
+const GROUPS = {
   all: ['cliff', 'steady', 'snowstorm'],
   resilience: ['late-lock', 'stall', 'hotset', 'fanout', 'warnings'],
   tiers: ['l1-hotset', 'grace-failing', 'l1-stall'],
-};
+} as const;
+/** The scenarios and their groups, in run order. */
+export const SCENARIOS = [
+  ...(['all', 'resilience', 'tiers'] as const),
+  ...GROUPS.all,
+  ...GROUPS.resilience,
+  ...GROUPS.tiers,
+  ...(['otel', 'batch'] as const),
+];
+export type Scenario = (typeof SCENARIOS)[number];
 
 const patterns = (...p: PatternName[]) => p;
 
@@ -195,7 +183,8 @@ export function scenariosOf(value: string): Scenario[] {
   const wanted = new Set<Scenario>();
   for (const part of value.split(',')) {
     const name = part.trim() as Scenario;
-    for (const s of SCENARIO_GROUPS[name] ?? [name]) wanted.add(s);
+    for (const s of (GROUPS as Partial<Record<Scenario, readonly Scenario[]>>)[name] ?? [name])
+      wanted.add(s);
   }
   return SCENARIOS.filter((s) => wanted.has(s));
 }

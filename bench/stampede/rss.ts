@@ -16,6 +16,7 @@ import { renderTable } from '../shared/table';
 import { columns } from '../shared/columns';
 import { PrivateRedis } from '../shared/private-redis';
 import { ForkedInstance } from './instances';
+import { poissonJob } from './load';
 import { parseVariant } from './options';
 
 const { values } = parseArgs({
@@ -60,15 +61,9 @@ async function main(): Promise<void> {
           moduleOptions: l1 ? { l1: true } : undefined,
         });
         try {
-          const result = await instance.load({
-            pattern,
-            keyPrefix: prefix,
-            keys: Number(values.keys),
-            zipf: 1,
-            mode: 'poisson',
-            rate: Number(values.rate),
-            durationMs: duration,
-          });
+          const result = await instance.load(
+            poissonJob(pattern, prefix, Number(values.keys), Number(values.rate), duration, 1),
+          );
           const peak = result.maxRssKb / 1024;
           rows.push({
             variant: name,
