@@ -25,7 +25,7 @@ const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const ROUNDS = 1;
 
 /** Runs the bench with `options` before the describe's tests; its report and printed text. */
-function smokeRun(options: Partial<BenchOptions>, timeoutMs = 90_000) {
+function smokeRun(options: Partial<BenchOptions>, timeoutMs = 150_000) {
   const run = { report: undefined as unknown as BenchReport, out: '' };
   beforeAll(async () => {
     const lines: string[] = [];
