@@ -5,6 +5,7 @@
 import { performance } from 'node:perf_hooks';
 import { columns } from '../shared/columns';
 import type { Target } from '../shared/targets';
+import type { BenchOptions } from './options';
 import { counters, lockKey, PatternName, valueKey } from './patterns';
 import { commandsSoFar, eachOf, q, round2, runScenario, ScenarioContext, sleep } from './scenario';
 import { Instance, withInstances } from './instances';
@@ -16,6 +17,18 @@ export const CLIFF_COLUMNS = columns<CliffRow>(
     'p999_ms=p999:2, rps:1, lock_contention_ms:1, redis_cmds_per_req:3, store_err=store_errors',
   { 'stampede%': (r) => `${r.stampede_pct.toFixed(2)}%` },
 );
+
+/**
+ * The cliff scenario: 1 instance (`--instances` with --scenario cliff), then, beside other
+ * scenarios, the `multiInstances` run.
+ */
+export async function cliffScenario(ctx: ScenarioContext) {
+  const o = ctx.opts;
+  const rows = await cliff(ctx, o.scenario === 'cliff' ? o.instances : 1, o.concurrency);
+  if (o.scenario !== 'cliff' && o.multiInstances > 1)
+    rows.push(...(await cliff(ctx, o.multiInstances, o.multiConcurrency)));
+  return rows;
+}
 
 /** The cliff at every concurrency on `k` instances. */
 export function cliff(ctx: ScenarioContext, k: number, concurrencies: number[]) {
@@ -114,7 +127,8 @@ const PROTECTED: PatternName[] = [
 ];
 
 /** Targets 1 and 2 of "What the library must reach": loader calls and Redis commands per request. */
-export function cliffTargets(rows: CliffRow[], rounds: number): Target[] {
+export function cliffTargets(rows: CliffRow[], o: BenchOptions): Target[] {
+  const rounds = o.rounds;
   const targets: Target[] = [];
   const cliff = (pattern: PatternName, k: number, conc: number) =>
     rows.find((r) => r.pattern === pattern && r.instances === k && r.conc === conc);

@@ -6,7 +6,7 @@
 import { columns } from '../shared/columns';
 import type { PrivateRedis } from '../shared/private-redis';
 import type { Target } from '../shared/targets';
-import { PatternName } from './patterns';
+import { PatternCounters, PatternName } from './patterns';
 import { commandBreakdown, commandDelta, totalCommands } from './command-counts';
 import { eachOf, q, runScenario, ScenarioContext } from './scenario';
 import { Instance, withInstances } from './instances';
@@ -63,13 +63,7 @@ export function hotKeyLoads(
  * A flight that missed and joined an early recomputation already loading is counted as a hit
  * read (rare: the value expired during that load).
  */
-function hitReads(c: {
-  calls: number;
-  joins: number;
-  loads: number;
-  earlyRecomputes: number;
-  lockWaits: number;
-}): number {
+function hitReads(c: PatternCounters): number {
   const missFlights = Math.max(0, c.loads - c.earlyRecomputes) + c.lockWaits;
   return Math.max(0, c.calls - c.joins - missFlights);
 }

@@ -10,7 +10,7 @@ import { commandBreakdown } from './command-counts';
 import { eachOf, q, runScenario, ScenarioContext } from './scenario';
 import { Instance, withInstances } from './instances';
 import { LoadResult, warmAndMeasure, poissonJob } from './load';
-import { parseVariant, TierVariant } from './options';
+import { BenchOptions, parseVariant, TierVariant } from './options';
 import { hotKeyLoads, probe } from './hotset';
 
 /**
@@ -132,12 +132,7 @@ export function l1Hotset(ctx: ScenarioContext) {
   const o = ctx.opts;
   const k = Math.max(1, o.l1HotsetInstances);
   const variants = o.l1HotsetVariants.map(parseVariant);
-  const ideal = idealLoadsPerRequest(
-    o.l1HotsetKeys,
-    o.l1HotsetZipf,
-    o.l1HotsetRate,
-    o.l1HotsetTtlMs,
-  );
+  const ideal = idealOf(o);
   return runScenario(ctx, {
     privateRedis: true,
     title: (redis) =>
@@ -174,11 +169,15 @@ export function l1Hotset(ctx: ScenarioContext) {
           perRequest: r.cmds_per_req,
         })),
       ),
-    targets: (rows) => l1HotsetTargets(rows, ideal),
+    targets: (rows) => l1HotsetTargets(rows, o),
   });
 }
 
-export function l1HotsetTargets(rows: L1HotsetRow[], ideal: number): Target[] {
+const idealOf = (o: BenchOptions) =>
+  idealLoadsPerRequest(o.l1HotsetKeys, o.l1HotsetZipf, o.l1HotsetRate, o.l1HotsetTtlMs);
+
+export function l1HotsetTargets(rows: L1HotsetRow[], o: BenchOptions): Target[] {
+  const ideal = idealOf(o);
   const others = rows.filter((r) => !r.l1);
   const refs = (f: (r: L1HotsetRow) => string) =>
     others.length ? ` (${others.map((r) => `${r.variant} ${f(r)}`).join('; ')})` : '';

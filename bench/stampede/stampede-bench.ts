@@ -14,64 +14,47 @@ import { collectEnvInfo, formatEnvInfo, gitRevision } from '../shared/env-info';
 import { deleteKeys } from '../shared/redis-stats';
 import { formatTargetLine, Target } from '../shared/targets';
 import { batchLoads } from './batch';
-import { cliff, cliffTargets } from './cliff';
+import { cliffScenario, cliffTargets } from './cliff';
 import { ScenarioContext } from './scenario';
 import { CpuBurn } from './cpu-burn';
 import { fanout, fanoutTargets, warnings, warningsTargets } from './fanout-warnings';
 import { graceFailing, graceTargets, l1Stall, l1StallTargets } from './grace-l1-stall';
 import { hotset, hotsetTargets } from './hotset';
-import { idealLoadsPerRequest, l1Hotset, l1HotsetTargets } from './l1-hotset';
+import { l1Hotset, l1HotsetTargets } from './l1-hotset';
 import { lateLock, lateLockTargets, stall, stallTargets } from './late-lock-stall';
 import { BenchOptions, DEFAULT_OPTIONS, Scenario, scenariosOf } from './options';
 import { otelCost, otelTargets } from './otel';
 import { snowstorm, snowstormTargets, steady, steadyTargets } from './steady-snowstorm';
 
-/**
- * Each section of the report: the scenario that fills it, how it runs, and its targets in the
- * final list (batch prints its target under its table only).
- */
-const SECTIONS = {
-  cliff: {
-    scenario: 'cliff',
-    run: async (ctx: ScenarioContext) => {
-      const o = ctx.opts;
-      const rows = await cliff(ctx, o.scenario === 'cliff' ? o.instances : 1, o.concurrency);
-      if (o.scenario !== 'cliff' && o.multiInstances > 1)
-        rows.push(...(await cliff(ctx, o.multiInstances, o.multiConcurrency)));
-      return rows;
-    },
-    targets: (rows: any[], o: BenchOptions) => cliffTargets(rows, o.rounds),
-  },
-  steady: {
-    scenario: 'steady',
-    run: steady,
-    targets: (rows: any[], o: BenchOptions) => steadyTargets(rows, o.cpuBurn),
-  },
-  snowstorm: { scenario: 'snowstorm', run: snowstorm, targets: snowstormTargets },
-  lateLock: { scenario: 'late-lock', run: lateLock, targets: lateLockTargets },
-  stall: { scenario: 'stall', run: stall, targets: stallTargets },
-  hotset: { scenario: 'hotset', run: hotset, targets: hotsetTargets },
-  fanout: { scenario: 'fanout', run: fanout, targets: fanoutTargets },
-  warnings: { scenario: 'warnings', run: warnings, targets: warningsTargets },
-  l1Hotset: {
-    scenario: 'l1-hotset',
-    run: l1Hotset,
-    targets: (rows: any[], o: BenchOptions) =>
-      l1HotsetTargets(
-        rows,
-        idealLoadsPerRequest(o.l1HotsetKeys, o.l1HotsetZipf, o.l1HotsetRate, o.l1HotsetTtlMs),
-      ),
-  },
-  graceFailing: { scenario: 'grace-failing', run: graceFailing, targets: graceTargets },
-  l1Stall: { scenario: 'l1-stall', run: l1Stall, targets: l1StallTargets },
-  otel: { scenario: 'otel', run: otelCost, targets: otelTargets },
-  batch: { scenario: 'batch', run: batchLoads, targets: undefined },
-} satisfies Record<string, Entry>;
-interface Entry {
-  scenario: Scenario;
-  run: (ctx: ScenarioContext) => Promise<object[]>;
-  targets: ((rows: any[], o: BenchOptions) => Target[]) | undefined;
+/** A section of the report: the scenario that fills it, how it runs, its targets. */
+function section<Row extends object>(
+  scenario: Scenario,
+  run: (ctx: ScenarioContext) => Promise<Row[]>,
+  targets?: (rows: Row[], o: BenchOptions) => Target[],
+) {
+  return {
+    scenario,
+    run,
+    targets: targets as ((rows: object[], o: BenchOptions) => Target[]) | undefined,
+  };
 }
+
+/** Batch prints its target under its table only, not in the final list. */
+const SECTIONS = {
+  cliff: section('cliff', cliffScenario, cliffTargets),
+  steady: section('steady', steady, steadyTargets),
+  snowstorm: section('snowstorm', snowstorm, snowstormTargets),
+  lateLock: section('late-lock', lateLock, lateLockTargets),
+  stall: section('stall', stall, stallTargets),
+  hotset: section('hotset', hotset, hotsetTargets),
+  fanout: section('fanout', fanout, fanoutTargets),
+  warnings: section('warnings', warnings, warningsTargets),
+  l1Hotset: section('l1-hotset', l1Hotset, l1HotsetTargets),
+  graceFailing: section('grace-failing', graceFailing, graceTargets),
+  l1Stall: section('l1-stall', l1Stall, l1StallTargets),
+  otel: section('otel', otelCost, otelTargets),
+  batch: section('batch', batchLoads),
+};
 
 /** Each section: the rows of its scenario ([] when it did not run). */
 type Sections = {
@@ -112,7 +95,7 @@ export async function runStampedeBench(
   const control = new Redis(o.redisUrl, { maxRetriesPerRequest: 1 });
   const { redisUrl: _url, ...rest } = o;
   const scenarios = scenariosOf(o.scenario);
-  const entries = Object.entries(SECTIONS) as [keyof Sections, Entry][];
+  const entries = Object.entries(SECTIONS) as [keyof Sections, ReturnType<typeof section>][];
   const sections = Object.fromEntries(entries.map(([k]) => [k, []])) as Record<string, object[]>;
   const report = {
     startedAt: new Date().toISOString(),

@@ -6,6 +6,7 @@
 import { performance } from 'node:perf_hooks';
 import { columns } from '../shared/columns';
 import type { Target } from '../shared/targets';
+import type { BenchOptions } from './options';
 import { BenchApp } from './bench-app';
 import { diffCounters, PatternName } from './patterns';
 import { commandsSoFar, eachOf, q, round2, runScenario, ScenarioContext, sleep } from './scenario';
@@ -158,7 +159,7 @@ export function snowstorm(ctx: ScenarioContext) {
 }
 
 /** Targets 3 and 4: XFetch under steady load, @JitterTtl against a snowstorm. */
-export function steadyTargets(steady: SteadyRow[], cpuBurn: number): Target[] {
+export function steadyTargets(steady: SteadyRow[], { cpuBurn }: BenchOptions): Target[] {
   const sf = steady.find((r) => r.pattern === 'singleflight');
   const xf = steady.find((r) => r.pattern === 'xfetch');
   if (!sf || !xf) return [];
