@@ -16,6 +16,8 @@ import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import { Redis } from 'ioredis';
 import { quantile, renderTable } from '../shared/table';
+import { columns } from '../shared/columns';
+import { deleteKeys } from '../shared/redis-stats';
 
 const { values } = parseArgs({
   options: {
@@ -41,17 +43,8 @@ new PerformanceObserver((list) => (gcs += list.getEntries().length)).observe({
   entryTypes: ['gc'],
 });
 
-interface Row {
-  kind: string;
-  bytes_per_call: number;
-  min: number;
-  max: number;
-  runs_with_gc: number;
-  /** Heap still held after the rounds and a forced GC, per call (a leak would show here). */
-  kept_per_call: number;
-}
-
-async function measure(kind: string, run: (round: number) => Promise<void>): Promise<Row> {
+/** kept_per_call: heap still held after the rounds and a forced GC (a leak would show here). */
+async function measure(kind: string, run: (round: number) => Promise<void>) {
   const perCall: number[] = [];
   let withGc = 0;
   await run(-1); // warm-up: code paths compiled, pools filled
@@ -74,9 +67,8 @@ async function measure(kind: string, run: (round: number) => Promise<void>): Pro
   perCall.sort((a, b) => a - b);
   gc!();
   gc!();
-  const kept = (process.memoryUsage().heapUsed - start) / (CALLS * ROUNDS);
   return {
-    kept_per_call: kept,
+    kept_per_call: (process.memoryUsage().heapUsed - start) / (CALLS * ROUNDS),
     kind,
     bytes_per_call: perCall.length ? quantile(perCall, 0.5) : NaN,
     min: perCall[0] ?? NaN,
@@ -88,7 +80,7 @@ async function measure(kind: string, run: (round: number) => Promise<void>): Pro
 async function main(): Promise<void> {
   const prefix = `bench:alloc:${randomBytes(4).toString('hex')}:`;
   const admin = new Redis(REDIS_URL);
-  const rows: Row[] = [];
+  const rows: Awaited<ReturnType<typeof measure>>[] = [];
   const value = { id: 42, name: 'a value of about a hundred bytes once encoded', ok: true };
   const loader = async () => value;
   for (const l1 of [false, true]) {
@@ -123,29 +115,15 @@ async function main(): Promise<void> {
     await engine.close();
     await store.close();
   }
-  let cursor = '0';
-  do {
-    const [next, keys] = await admin.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length) await admin.del(...keys);
-  } while (cursor !== '0');
+  await deleteKeys(admin, prefix);
   admin.disconnect();
   console.log(
     `library: ${path.relative(process.cwd(), lib) || lib}; ${CALLS} calls x ${ROUNDS} rounds per kind, median of rounds without a GC`,
   );
-  console.log(
-    renderTable(
-      [
-        { header: 'kind', value: (r: Row) => r.kind },
-        { header: 'bytes/call', value: (r: Row) => r.bytes_per_call, digits: 0 },
-        { header: 'min', value: (r: Row) => r.min, digits: 0 },
-        { header: 'max', value: (r: Row) => r.max, digits: 0 },
-        { header: 'rounds with a GC (not counted)', value: (r: Row) => r.runs_with_gc },
-        { header: 'kept/call after GC', value: (r: Row) => r.kept_per_call, digits: 1 },
-      ],
-      rows,
-    ),
-  );
+  const spec =
+    'kind, bytes/call=bytes_per_call:0, min:0, max:0, rounds with a GC (not counted)=runs_with_gc, ' +
+    'kept/call after GC=kept_per_call:1';
+  console.log(renderTable(columns(spec), rows));
 }
 
 void main().catch((err: unknown) => {

@@ -1,10 +1,10 @@
 /*
  * The benchmark's application: one Nest application context per process, with a provider whose
- * methods are the patterns under test. Library patterns are decorated methods (the library wraps
- * them at start-up); `distlock-poll` and `xfetch-uncoalesced` are bench-local reference
- * implementations (plain ioredis) of the article's polling lock and of the paper's plain XFetch,
- * because the library deliberately has neither, and `bento-like` is a plain L1 + L2 cache-aside
- * (an in-process LRU in front of Redis GET/SET) as a reference for the library's L1 tier.
+ * methods, named after the patterns, are the patterns under test. Library patterns are decorated
+ * methods; `distlock-poll` and `xfetch-uncoalesced` are bench-local reference implementations
+ * (plain ioredis) of the article's polling lock and of the paper's plain XFetch, because the
+ * library deliberately has neither, and `bento-like` is a plain L1 + L2 cache-aside (an
+ * in-process LRU in front of Redis GET/SET) as a reference for the library's L1 tier.
  */
 import 'reflect-metadata';
 import { randomUUID } from 'node:crypto';
@@ -26,57 +26,40 @@ import type { MethodMetrics } from '@nest-redis-resilience/stampede';
 import { shouldRecomputeEarly } from '../../libs/stampede/src/core/xfetch';
 import {
   BackendError,
-  BENTO_L1_ENTRIES,
   BenchConfig,
   callContext,
-  emptyCounters,
+  counters,
   lockKey,
-  LoadRecord,
   LOCAL_PATTERNS,
   PatternCounters,
   PatternName,
   valueKey,
 } from './patterns';
 
-/** The decorated method behind each library pattern (metrics are named `BenchPatterns.<method>`). */
-const METHOD: Record<PatternName, string> = {
-  naive: 'naive',
-  singleflight: 'singleflight',
-  xfetch: 'xfetch',
-  distlock: 'distlock',
-  'two-tier': 'twoTier',
-  'two-tier-xfetch': 'twoTierXfetch',
-  'two-tier-grace': 'twoTierGrace',
-  jitter: 'jitter',
-  'distlock-poll': 'distlockPoll',
-  'xfetch-uncoalesced': 'xfetchUncoalesced',
-  'bento-like': 'bentoLike',
-};
+/** Entries of the bench-local `bento-like` L1 (the library's `l1: true` default). */
+const BENTO_L1_ENTRIES = 10_000;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+const isLocal = (p: PatternName) => (LOCAL_PATTERNS as readonly string[]).includes(p);
 
-/** The fake database: sleeps `backendMs` and counts its calls per pattern. */
+/** The fake database: sleeps `backendMs`, counts its calls per pattern, fails at `failRate`. */
 export class Backend {
   readonly calls = new Map<PatternName, number>();
-  readonly times: number[] = [];
-  /** With recordLoads: every loader call, in start order. */
-  readonly log: LoadRecord[] = [];
-  /** With failRate: how many loads threw (their ids are 1..failures). */
+  /** With recordLoads: every loader call (key, performance.now() at its start), in start order. */
+  readonly log: { key: string; at: number }[] = [];
+  /** Loads that threw (their ids are 1..failures). */
   failures = 0;
 
   constructor(private readonly cfg: BenchConfig) {}
 
   async load(pattern: PatternName, key: string): Promise<string> {
     this.calls.set(pattern, (this.calls.get(pattern) ?? 0) + 1);
-    const now = performance.now();
     const record = callContext.getStore();
-    if (this.cfg.recordLoadTimes) this.times.push(now);
-    if (this.cfg.recordLoads) this.log.push({ key, at: now });
+    if (this.cfg.recordLoads) this.log.push({ key, at: performance.now() });
     try {
       await sleep(this.cfg.backendMs);
-      if (this.cfg.failRate && Math.random() < this.cfg.failRate) {
+      if (this.cfg.failRate && Math.random() < this.cfg.failRate)
         throw new BackendError(++this.failures);
-      }
       return `value of ${key}`;
     } finally {
       if (record) record.loadEnd = performance.now();
@@ -84,16 +67,15 @@ export class Backend {
   }
 }
 
+/** The bench-local patterns' value in Redis: value, ms the load took (d), expiry (e, epoch ms). */
 interface LocalEnvelope {
   v: string;
-  /** ms the load took */
   d: number;
-  /** expiry, epoch ms */
   e: number;
 }
 
-/** Builds the Nest module for one configuration (TTLs are decorator arguments, fixed per class). */
-export function buildBenchModule(cfg: BenchConfig) {
+/** The Nest module of one configuration (TTLs are decorator arguments, fixed per class). */
+function buildBenchModule(cfg: BenchConfig) {
   const key = (k: string) => k;
   const ttl = cfg.ttlMs;
   const lock = { ttl: cfg.lockTtlMs, poll: cfg.pollMs };
@@ -105,6 +87,8 @@ export function buildBenchModule(cfg: BenchConfig) {
     /** Counters of the bench-local patterns (the library keeps its own). */
     readonly local = new Map<PatternName, PatternCounters>();
     readonly redis = new Redis(cfg.redisUrl, { lazyConnect: false });
+    /** bento-like's in-process tier: key -> envelope text and expiry; Map order = LRU order. */
+    readonly bento = new Map<string, { raw: string; e: number }>();
 
     // The unprotected baseline: single-flight, the default of a cached method, turned off.
     @Cacheable({ key, ttl, singleFlight: false })
@@ -135,24 +119,22 @@ export function buildBenchModule(cfg: BenchConfig) {
     @Cacheable({ key, ttl })
     @SingleFlight()
     @DistLock(lock)
-    async twoTier(k: string): Promise<string> {
+    async 'two-tier'(k: string): Promise<string> {
       return backend.load('two-tier', k);
     }
 
-    /** two-tier plus XFetch: early recomputation under a try-lock (the README's full setup). */
     @Cacheable({ key, ttl })
     @SingleFlight()
     @XFetch(cfg.beta)
     @DistLock(lock)
-    async twoTierXfetch(k: string): Promise<string> {
+    async 'two-tier-xfetch'(k: string): Promise<string> {
       return backend.load('two-tier-xfetch', k);
     }
 
-    /** two-tier with grace: stale-while-revalidate and fail-safe (grace-failing scenario). */
     @Cacheable({ key, ttl, grace: cfg.graceMs ?? 10_000, graceBackoff: cfg.graceBackoffMs })
     @SingleFlight()
     @DistLock(lock)
-    async twoTierGrace(k: string): Promise<string> {
+    async 'two-tier-grace'(k: string): Promise<string> {
       return backend.load('two-tier-grace', k);
     }
 
@@ -169,7 +151,7 @@ export function buildBenchModule(cfg: BenchConfig) {
      * `poll` ms and GETs again until the value appears. A waiter gives up after the lock TTL and
      * loads itself (the article's loop has no bound).
      */
-    async distlockPoll(k: string): Promise<string> {
+    async 'distlock-poll'(k: string): Promise<string> {
       const c = this.counters('distlock-poll');
       const vKey = valueKey(cfg.prefix, k);
       const hit = await this.redis.get(vKey);
@@ -201,7 +183,7 @@ export function buildBenchModule(cfg: BenchConfig) {
      * XFetch in the paper's plain form (bench-local): every caller whose draw fires, or who finds
      * no value, recomputes itself and waits for it. No coalescing, no background refresh.
      */
-    async xfetchUncoalesced(k: string): Promise<string> {
+    async 'xfetch-uncoalesced'(k: string): Promise<string> {
       const c = this.counters('xfetch-uncoalesced');
       const raw = await this.redis.get(valueKey(cfg.prefix, k));
       if (raw !== null) {
@@ -213,17 +195,13 @@ export function buildBenchModule(cfg: BenchConfig) {
       return this.loadAndSet('xfetch-uncoalesced', k);
     }
 
-    /** bento-like's in-process tier: key -> envelope text and expiry; Map order = LRU order. */
-    readonly bento = new Map<string, { raw: string; e: number }>();
-
     /**
      * A plain two-level cache-aside (bench-local, NOT the library; the shape of bentocache's
      * L1 + L2 without its locks and bus): an LRU Map in this process, entries kept until the
      * value's expiry and decoded on each hit, in front of Redis GET/SET. An L1 miss GETs Redis
-     * (a value found there goes to L1 until its own expiry); a Redis miss loads and SETs. No
-     * locks, no coalescing, no pub/sub.
+     * (a value found there goes to L1 until its own expiry); a Redis miss loads and SETs.
      */
-    async bentoLike(k: string): Promise<string> {
+    async 'bento-like'(k: string): Promise<string> {
       const c = this.counters('bento-like');
       c.calls++;
       const held = this.bento.get(k);
@@ -236,8 +214,7 @@ export function buildBenchModule(cfg: BenchConfig) {
           return (JSON.parse(held.raw) as LocalEnvelope).v;
         }
       }
-      const vKey = valueKey(cfg.prefix, k);
-      const raw = await this.redis.get(vKey);
+      const raw = await this.redis.get(valueKey(cfg.prefix, k));
       if (raw !== null) {
         const env = JSON.parse(raw) as LocalEnvelope;
         if (env.e > Date.now()) {
@@ -247,13 +224,7 @@ export function buildBenchModule(cfg: BenchConfig) {
         }
       }
       c.misses++;
-      const started = Date.now();
-      const v = await backend.load('bento-like', k);
-      const now = Date.now();
-      const text = JSON.stringify({ v, d: now - started, e: now + ttl } satisfies LocalEnvelope);
-      this.bentoSet(k, text, now + ttl);
-      await this.redis.set(vKey, text, 'PX', ttl);
-      return v;
+      return this.loadAndSet('bento-like', k);
     }
 
     bentoSet(k: string, raw: string, e: number): void {
@@ -263,26 +234,24 @@ export function buildBenchModule(cfg: BenchConfig) {
         this.bento.delete(this.bento.keys().next().value as string);
     }
 
-    async onApplicationShutdown(): Promise<void> {
-      await this.redis.quit();
-    }
-
     async loadAndSet(pattern: PatternName, k: string): Promise<string> {
       const started = Date.now();
       const v = await backend.load(pattern, k);
       const now = Date.now();
-      const env: LocalEnvelope = { v, d: now - started, e: now + ttl };
-      await this.redis.set(valueKey(cfg.prefix, k), JSON.stringify(env), 'PX', ttl);
+      const text = JSON.stringify({ v, d: now - started, e: now + ttl } satisfies LocalEnvelope);
+      if (pattern === 'bento-like') this.bentoSet(k, text, now + ttl);
+      await this.redis.set(valueKey(cfg.prefix, k), text, 'PX', ttl);
       return v;
     }
 
     counters(pattern: PatternName): PatternCounters {
       let c = this.local.get(pattern);
-      if (!c) {
-        c = emptyCounters();
-        this.local.set(pattern, c);
-      }
+      if (!c) this.local.set(pattern, (c = counters()));
       return c;
+    }
+
+    async onApplicationShutdown(): Promise<void> {
+      await this.redis.quit();
     }
   }
 
@@ -303,15 +272,13 @@ export function buildBenchModule(cfg: BenchConfig) {
   return { BenchModule, BenchPatterns };
 }
 
+type Patterns = InstanceType<ReturnType<typeof buildBenchModule>['BenchPatterns']>;
+
 /** One process's application context and a uniform way to call and observe each pattern. */
 export class BenchApp {
   private constructor(
     private readonly app: INestApplicationContext,
-    private readonly patterns: {
-      backend: Backend;
-      local: Map<PatternName, PatternCounters>;
-      counters(p: PatternName): PatternCounters;
-    } & Record<string, unknown>,
+    private readonly patterns: Patterns,
     private readonly stampede: StampedeService,
   ) {}
 
@@ -321,44 +288,35 @@ export class BenchApp {
     const app = await NestFactory.createApplicationContext(BenchModule, {
       logger: logger ?? ['error', 'warn'],
     });
-    const patterns = app.get(BenchPatterns) as unknown as BenchApp['patterns'];
-    return new BenchApp(app, patterns, app.get(StampedeService));
+    return new BenchApp(app, app.get(BenchPatterns), app.get(StampedeService));
+  }
+
+  /** Runs `fn` with a new app, closed when it ends. */
+  static async with<T>(
+    cfg: BenchConfig,
+    fn: (app: BenchApp) => Promise<T>,
+    logger?: LoggerService,
+  ): Promise<T> {
+    const app = await BenchApp.create(cfg, logger);
+    try {
+      return await fn(app);
+    } finally {
+      await app.close();
+    }
   }
 
   get backend(): Backend {
     return this.patterns.backend;
   }
 
-  /** A function that calls the pattern's method on the provider instance. */
   caller(pattern: PatternName): (key: string) => Promise<string> {
-    const target = this.patterns as unknown as Record<string, (k: string) => Promise<string>>;
-    const method = METHOD[pattern];
-    return (k) => target[method](k);
+    return (k) => this.patterns[pattern](k);
   }
 
   counters(pattern: PatternName): PatternCounters {
-    const loads = this.patterns.backend.calls.get(pattern) ?? 0;
-    if ((LOCAL_PATTERNS as readonly string[]).includes(pattern)) {
-      return { ...this.patterns.counters(pattern), loads };
-    }
-    const m = this.stampede.metrics()[`BenchPatterns.${METHOD[pattern]}`];
-    if (!m) return { ...emptyCounters(), loads };
-    return {
-      loads,
-      misses: m.misses,
-      lockWaitMs: m.lockWaitMs,
-      earlyRecomputes: m.earlyRecomputes,
-      storeErrors: m.storeErrors,
-      calls: m.calls,
-      hits: m.hits,
-      joins: m.joins,
-      lockWaits: m.lockWaits,
-      lockTimeouts: m.lockTimeouts,
-      errors: m.errors,
-      l1Hits: m.l1Hits ?? 0,
-      staleServes: m.staleServes ?? 0,
-      failSafes: m.failSafes ?? 0,
-    };
+    const loads = this.backend.calls.get(pattern) ?? 0;
+    if (isLocal(pattern)) return { ...this.patterns.counters(pattern), loads };
+    return { ...counters(this.stampede.metrics()[`BenchPatterns.${pattern}`]), loads };
   }
 
   /**
@@ -367,11 +325,10 @@ export class BenchApp {
    * reading it costs nothing), or the bench-local counters.
    */
   liveCounters(pattern: PatternName): Pick<PatternCounters, 'joins' | 'l1Hits'> | undefined {
-    if ((LOCAL_PATTERNS as readonly string[]).includes(pattern))
-      return this.patterns.counters(pattern);
+    if (isLocal(pattern)) return this.patterns.counters(pattern);
     const engine = (this.stampede as unknown as { engine?: { metrics?: unknown } }).engine;
     const registry = engine?.metrics as { for?: (name: string) => MethodMetrics } | undefined;
-    return registry?.for?.(`BenchPatterns.${METHOD[pattern]}`);
+    return registry?.for?.(`BenchPatterns.${pattern}`);
   }
 
   private lockWaitsWatched = false;
@@ -379,7 +336,7 @@ export class BenchApp {
   /**
    * Marks the CallRecord of a call whose read-or-lock step finds another holder's lock ('busy':
    * the call then waits for that holder's load), by wrapping readOrLock on this app's store
-   * instance (the library is not changed). Done once, on the first classified load job.
+   * instance (the library is not changed).
    */
   watchLockWaits(): void {
     if (this.lockWaitsWatched) return;
@@ -394,15 +351,7 @@ export class BenchApp {
     };
   }
 
-  /** Entries of the library's L1 (undefined without one). */
-  l1Entries(): number | undefined {
-    return this.stampede.l1Stats()?.entries;
-  }
-
-  /**
-   * Fill notifications the app's RedisStore has received since start-up: its public getter
-   * `notificationsReceived`, or undefined when the library in this checkout has none.
-   */
+  /** Fill notifications the store has received (undefined: this library has no counter). */
   notificationsReceived(): number | undefined {
     const n = (this.stampede.store as unknown as { notificationsReceived?: unknown })
       .notificationsReceived;

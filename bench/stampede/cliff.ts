@@ -3,58 +3,50 @@
  * moment its value expires, round after round, in one instance or several forked ones.
  */
 import { performance } from 'node:perf_hooks';
-import { Column, quantile, renderTable } from '../shared/table';
+import { columns } from '../shared/columns';
 import type { Target } from '../shared/targets';
-import { emptyCounters, lockKey, PatternName, valueKey } from './patterns';
-import { commandsSoFar, round2, ScenarioContext, sleep } from './context';
-import { Instance, startInstances } from './instances';
+import type { BenchOptions } from './options';
+import { counters, lockKey, PatternName, valueKey } from './patterns';
+import { commandsSoFar, eachOf, q, round2, runScenario, ScenarioContext, sleep } from './scenario';
+import { Instance, withInstances } from './instances';
 
-export interface CliffRow {
-  pattern: PatternName;
-  instances: number;
-  conc: number;
-  reqs: number;
-  db_calls: number;
-  /** db_calls of each measured round. */
-  db_calls_per_round: number[];
-  /** The article's definition: requests that reached the backend, in % of requests. */
-  stampede_pct: number;
-  p50: number;
-  p99: number;
-  p999: number;
-  /** Requests per second of wall time, expiry waits between rounds included (as in the article). */
-  rps: number;
-  lock_contention_ms: number;
-  redis_cmds: number;
-  redis_cmds_per_req: number;
-  store_errors: number;
+export type CliffRow = Awaited<ReturnType<typeof cliffRow>>;
+
+export const CLIFF_COLUMNS = columns<CliffRow>(
+  'pattern, inst=instances, conc, reqs, db_calls, stampede%, p50_ms=p50:2, p99_ms=p99:2, ' +
+    'p999_ms=p999:2, rps:1, lock_contention_ms:1, redis_cmds_per_req:3, store_err=store_errors',
+  { 'stampede%': (r) => `${r.stampede_pct.toFixed(2)}%` },
+);
+
+/**
+ * The cliff scenario: 1 instance (`--instances` with --scenario cliff), then, beside other
+ * scenarios, the `multiInstances` run.
+ */
+export async function cliffScenario(ctx: ScenarioContext) {
+  const o = ctx.opts;
+  const rows = await cliff(ctx, o.scenario === 'cliff' ? o.instances : 1, o.concurrency);
+  if (o.scenario !== 'cliff' && o.multiInstances > 1)
+    rows.push(...(await cliff(ctx, o.multiInstances, o.multiConcurrency)));
+  return rows;
 }
 
-// --- cliff ------------------------------------------------------------------------------
-
-export async function cliff(
-  ctx: ScenarioContext,
-  k: number,
-  concurrencies: number[],
-): Promise<CliffRow[]> {
+/** The cliff at every concurrency on `k` instances. */
+export function cliff(ctx: ScenarioContext, k: number, concurrencies: number[]) {
   const o = ctx.opts;
-  ctx.log(
-    `\n## cliff: ${k} instance${k > 1 ? 's (forked processes)' : ' (this process)'}, TTL ${o.ttlMs} ms, backend ${o.backendMs} ms, ` +
+  return runScenario(ctx, {
+    title: () =>
+      `cliff: ${k} instance${k > 1 ? 's (forked processes)' : ' (this process)'}, TTL ${o.ttlMs} ms, backend ${o.backendMs} ms, ` +
       `${o.rounds} rounds + ${o.warmup} warm-up, lock ttl ${o.lockTtlMs} ms, poll ${o.pollMs} ms, beta ${o.beta}`,
-  );
-  const instances = await startInstances(ctx.config(o.ttlMs), k);
-  const rows: CliffRow[] = [];
-  try {
-    for (const conc of concurrencies) {
-      for (const pattern of o.cliffPatterns) {
-        rows.push(await cliffRow(ctx, instances, pattern, conc));
-      }
-    }
-  } finally {
-    await Promise.all(instances.map((i) => i.close()));
-  }
-  ctx.log(renderTable(CLIFF_COLUMNS, rows));
-  return rows;
+    rows: () =>
+      withInstances(ctx.config(o.ttlMs), k, async (instances) =>
+        (
+          await eachOf(concurrencies, (conc) =>
+            eachOf(o.cliffPatterns, (pattern) => cliffRow(ctx, instances, pattern, conc)),
+          )
+        ).flat(),
+      ),
+    columns: CLIFF_COLUMNS,
+  });
 }
 
 /** Waits until the key's value and lock are gone (the value expired after its TTL). */
@@ -71,14 +63,14 @@ async function cliffRow(
   instances: Instance[],
   pattern: PatternName,
   conc: number,
-): Promise<CliffRow> {
+) {
   const o = ctx.opts;
   const k = instances.length;
   const key = `cliff:${pattern}:i${k}:c${conc}`;
   const share = (i: number) => Math.floor(conc / k) + (i < conc % k ? 1 : 0);
   const latencies: number[] = [];
   const perRound: number[] = [];
-  const total = emptyCounters();
+  const total = counters();
   let cmds = 0;
   let wallMs = 0;
   for (let r = 0; r < o.warmup + o.rounds; r++) {
@@ -104,7 +96,6 @@ async function cliffRow(
     perRound.push(loads);
     total.loads += loads;
   }
-  const sorted = Float64Array.from(latencies).sort();
   const reqs = latencies.length;
   return {
     pattern,
@@ -113,10 +104,12 @@ async function cliffRow(
     reqs,
     db_calls: total.loads,
     db_calls_per_round: perRound,
+    /** The article's definition: requests that reached the backend, in % of requests. */
     stampede_pct: (100 * total.loads) / reqs,
-    p50: round2(quantile(sorted, 0.5)),
-    p99: round2(quantile(sorted, 0.99)),
-    p999: round2(quantile(sorted, 0.999)),
+    p50: q(latencies, 0.5),
+    p99: q(latencies, 0.99),
+    p999: q(latencies, 0.999),
+    /** Requests per second of wall time, expiry waits between rounds included (as in the article). */
     rps: round2(reqs / (wallMs / 1000)),
     lock_contention_ms: round2(total.lockWaitMs),
     redis_cmds: cmds,
@@ -124,22 +117,6 @@ async function cliffRow(
     store_errors: total.storeErrors,
   };
 }
-
-export const CLIFF_COLUMNS: Column<CliffRow>[] = [
-  { header: 'pattern', value: (r) => r.pattern },
-  { header: 'inst', value: (r) => r.instances },
-  { header: 'conc', value: (r) => r.conc },
-  { header: 'reqs', value: (r) => r.reqs },
-  { header: 'db_calls', value: (r) => r.db_calls },
-  { header: 'stampede%', value: (r) => `${r.stampede_pct.toFixed(2)}%` },
-  { header: 'p50_ms', value: (r) => r.p50, digits: 2 },
-  { header: 'p99_ms', value: (r) => r.p99, digits: 2 },
-  { header: 'p999_ms', value: (r) => r.p999, digits: 2 },
-  { header: 'rps', value: (r) => r.rps, digits: 1 },
-  { header: 'lock_contention_ms', value: (r) => r.lock_contention_ms, digits: 1 },
-  { header: 'redis_cmds_per_req', value: (r) => r.redis_cmds_per_req, digits: 3 },
-  { header: 'store_err', value: (r) => r.store_errors },
-];
 
 const PROTECTED: PatternName[] = [
   'singleflight',
@@ -150,10 +127,12 @@ const PROTECTED: PatternName[] = [
 ];
 
 /** Targets 1 and 2 of "What the library must reach": loader calls and Redis commands per request. */
-export function cliffTargets(rows: CliffRow[], rounds: number): Target[] {
+export function cliffTargets(rows: CliffRow[], o: BenchOptions): Target[] {
+  const rounds = o.rounds;
   const targets: Target[] = [];
   const cliff = (pattern: PatternName, k: number, conc: number) =>
     rows.find((r) => r.pattern === pattern && r.instances === k && r.conc === conc);
+  const unique = (xs: number[]) => [...new Set(xs)];
 
   const single = rows.filter((r) => r.instances === 1 && PROTECTED.includes(r.pattern));
   if (single.length) {
@@ -167,9 +146,9 @@ export function cliffTargets(rows: CliffRow[], rounds: number): Target[] {
         : 'all equal',
     });
   }
-  const multi = [...new Set(rows.filter((r) => r.instances > 1).map((r) => r.instances))];
+  const multi = unique(rows.filter((r) => r.instances > 1).map((r) => r.instances));
   for (const k of multi) {
-    for (const conc of [...new Set(rows.filter((r) => r.instances === k).map((r) => r.conc))]) {
+    for (const conc of unique(rows.filter((r) => r.instances === k).map((r) => r.conc))) {
       const want: [PatternName, number][] = [
         ['distlock', rounds],
         ['two-tier', rounds],
@@ -178,42 +157,41 @@ export function cliffTargets(rows: CliffRow[], rounds: number): Target[] {
       const got = want
         .map(([p, w]) => [p, w, cliff(p, k, conc)?.db_calls] as const)
         .filter(([, , g]) => g !== undefined);
-      if (got.length) {
+      if (got.length)
         targets.push({
           id: '1b',
           text: `--instances ${k} at conc ${conc}: distlock and two-tier db_calls = ${rounds}, singleflight = ${k * rounds}`,
           met: got.every(([, w, g]) => g === w),
           measured: got.map(([p, , g]) => `${p}=${g}`).join(', '),
         });
-      }
     }
   }
   for (const k of [1, ...multi]) {
     const conc = Math.max(0, ...rows.filter((r) => r.instances === k).map((r) => r.conc));
     const tt = cliff('two-tier', k, conc);
     if (!tt) continue;
+    const at = `two-tier, ${k} instance(s), conc ${conc}:`;
+    const poll = cliff('distlock-poll', k, conc);
     targets.push({
       id: '2a',
-      text: `two-tier, ${k} instance(s), conc ${conc}: <= 1.1 Redis commands per request`,
+      text: `${at} <= 1.1 Redis commands per request`,
       met: tt.redis_cmds_per_req <= 1.1,
-      measured: `${tt.redis_cmds_per_req.toFixed(3)} (distlock-poll: ${cliff('distlock-poll', k, conc)?.redis_cmds_per_req.toFixed(2) ?? '-'})`,
+      measured: `${tt.redis_cmds_per_req.toFixed(3)} (distlock-poll: ${poll?.redis_cmds_per_req.toFixed(2) ?? '-'})`,
     });
     const sf = cliff('singleflight', k, conc);
-    if (sf) {
+    if (sf)
       targets.push({
         id: '2b',
-        text: `two-tier, ${k} instance(s), conc ${conc}: p99 within 10% of singleflight's`,
+        text: `${at} p99 within 10% of singleflight's`,
         met: tt.p99 <= sf.p99 * 1.1,
         measured: `two-tier ${tt.p99} ms vs singleflight ${sf.p99} ms (${((100 * (tt.p99 - sf.p99)) / sf.p99).toFixed(1)}%)`,
       });
-    }
-    const poll = cliff('distlock-poll', k, conc);
     if (poll) {
       const ratio =
         tt.lock_contention_ms > 0 ? poll.lock_contention_ms / tt.lock_contention_ms : Infinity;
       targets.push({
         id: '2c',
-        text: `two-tier, ${k} instance(s), conc ${conc}: lock_contention_ms >= 100x lower than distlock-poll's`,
+        text: `${at} lock_contention_ms >= 100x lower than distlock-poll's`,
         met: ratio >= 100,
         measured: `${tt.lock_contention_ms} ms vs ${poll.lock_contention_ms} ms (${Number.isFinite(ratio) ? `${ratio.toFixed(0)}x` : 'two-tier 0'})`,
       });

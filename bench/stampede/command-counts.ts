@@ -1,8 +1,8 @@
-import { Column, renderTable } from '../shared/table';
 /*
  * The library's Redis commands of a run, by command (INFO commandstats deltas on a private
  * redis-server), and their breakdown as a table.
  */
+import { Column, renderTable } from '../shared/table';
 
 /** Calls per command name from `INFO commandstats` (`get`, `evalsha`, `client|pause`, ...). */
 export type CommandCounts = Record<string, number>;
@@ -11,17 +11,15 @@ export type CommandCounts = Record<string, number>;
 const OWN_COMMANDS = /^(info|client\|.*|config\|.*|exists)$/;
 
 /**
- * Library commands between two commandstats snapshots, by command, without the commands the
- * benchmark sends itself on its control connection (INFO, CLIENT, CONFIG, EXISTS; the library
- * uses none of them while it serves calls). Commands run inside scripts are counted under their
- * own names (Redis 7), so one EVALSHA of read-or-lock shows as evalsha + get + set (+ pttl).
+ * Library commands between two commandstats snapshots, by command (the library sends none of
+ * OWN_COMMANDS while it serves calls). Commands run inside scripts are counted under their own
+ * names (Redis 7), so one EVALSHA of read-or-lock shows as evalsha + get + set (+ pttl).
  */
 export function commandDelta(after: CommandCounts, before: CommandCounts): CommandCounts {
   const out: CommandCounts = {};
   for (const [name, calls] of Object.entries(after)) {
-    if (OWN_COMMANDS.test(name)) continue;
     const d = calls - (before[name] ?? 0);
-    if (d > 0) out[name] = d;
+    if (d > 0 && !OWN_COMMANDS.test(name)) out[name] = d;
   }
   return out;
 }
@@ -30,7 +28,7 @@ export function totalCommands(counts: CommandCounts): number {
   return Object.values(counts).reduce((a, b) => a + b, 0);
 }
 
-/** One column of a commandstats breakdown: a pattern's commands by name, and its totals. */
+/** One column of a breakdown: a run's commands by name, and its totals. */
 export interface CommandBreakdown {
   name: string;
   commands: CommandCounts;
@@ -40,10 +38,10 @@ export interface CommandBreakdown {
 }
 
 /**
- * The breakdown by command of several runs side by side, as a table: the commands (most called
- * first), then the total, per request and (when given) per load.
+ * The lines of `scenario`'s breakdown by command of several runs side by side: the commands
+ * (most called first), then the total, per request and (when given) per load.
  */
-export function renderCommandBreakdown(columns: CommandBreakdown[]): string {
+export function commandBreakdown(scenario: string, columns: CommandBreakdown[]): string[] {
   const most = (command: string) => Math.max(...columns.map((c) => c.commands[command] ?? 0));
   const names = [...new Set(columns.flatMap((c) => Object.keys(c.commands)))].sort(
     (a, b) => most(b) - most(a),
@@ -62,5 +60,8 @@ export function renderCommandBreakdown(columns: CommandBreakdown[]): string {
     { header: 'command', value: (r) => r.command },
     ...columns.map((c) => ({ header: c.name, value: (r: Row) => r.calls[c.name] })),
   ];
-  return renderTable(table, rows);
+  return [
+    `\n${scenario}: commandstats of the measured run by command (calls; commands inside scripts counted under their own name)`,
+    renderTable(table, rows),
+  ];
 }

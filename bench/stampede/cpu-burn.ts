@@ -5,14 +5,17 @@
  */
 import { ChildProcess, spawn } from 'node:child_process';
 
+const running = (c: ChildProcess) => c.exitCode === null && c.signalCode === null;
+
 export class CpuBurn {
   private constructor(private readonly children: ChildProcess[]) {}
 
   static start(n: number): CpuBurn {
-    const children = Array.from({ length: n }, () =>
-      spawn(process.execPath, ['-e', 'for(;;);'], { stdio: 'ignore' }),
+    const burn = new CpuBurn(
+      Array.from({ length: n }, () =>
+        spawn(process.execPath, ['-e', 'for(;;);'], { stdio: 'ignore' }),
+      ),
     );
-    const burn = new CpuBurn(children);
     process.once('exit', burn.killAll);
     return burn;
   }
@@ -28,21 +31,13 @@ export class CpuBurn {
   }
 
   private readonly killAll = () => {
-    for (const c of this.children)
-      if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    for (const c of this.children) if (running(c)) c.kill('SIGKILL');
   };
 
   async stop(): Promise<void> {
     process.removeListener('exit', this.killAll);
-    await Promise.all(
-      this.children.map(
-        (c) =>
-          new Promise<void>((resolve) => {
-            if (c.exitCode !== null || c.signalCode !== null) return resolve();
-            c.once('exit', () => resolve());
-            c.kill('SIGKILL');
-          }),
-      ),
-    );
+    const exited = this.children.filter(running).map((c) => new Promise((r) => c.once('exit', r)));
+    this.killAll();
+    await Promise.all(exited);
   }
 }

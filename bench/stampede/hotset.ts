@@ -1,80 +1,60 @@
 /*
  * The hotset scenario of bench:stampede: Zipf-popular keys at a steady rate on a private
  * redis-server (INFO commandstats counts only this run's commands), the library pattern beside
- * `singleflight`, measured in the same run.
+ * `singleflight`, measured in the same run; and what it shares with l1-hotset.
  */
-import { PrivateRedis } from '../shared/private-redis';
-import { Column, renderTable } from '../shared/table';
+import { columns } from '../shared/columns';
+import type { PrivateRedis } from '../shared/private-redis';
 import type { Target } from '../shared/targets';
-import { PatternName } from './patterns';
-import {
-  CommandCounts,
-  commandDelta,
-  renderCommandBreakdown,
-  totalCommands,
-} from './command-counts';
-import { logTargets, q, ScenarioContext } from './context';
-import { startInstances } from './instances';
-import { doubleRefreshes, LoadJob, warmAndMeasure } from './load';
+import { PatternCounters, PatternName } from './patterns';
+import { commandBreakdown, commandDelta, totalCommands } from './command-counts';
+import { eachOf, q, runScenario, ScenarioContext } from './scenario';
+import { Instance, withInstances } from './instances';
+import { doubleRefreshes, LoadJob, warmAndMeasure, poissonJob } from './load';
 
-// --- hotset -------------------------------------------------------------------------------
-
-export interface HotsetRow {
-  pattern: PatternName;
-  instances: number;
-  keys: number;
-  zipf: number;
-  rate: number;
-  ttl_ms: number;
-  backend_ms: number;
-  duration_ms: number;
-  reqs: number;
-  loads: number;
-  blocking_pct: number;
-  early_recomputes: number;
-  lock_waits: number;
-  /** Library commands of the measured run (commandstats, script-internal commands included). */
-  cmds: number;
-  cmds_per_req: number;
-  /** Store reads that found a value (estimated from the metrics, see hitReads). */
-  hit_reads: number;
-  /** (cmds - hit_reads x cmds_per_hit) / loads. */
-  cmds_per_load: number;
-  /** Probe: a sweep of warm keys, every call a hit: commands / store reads. */
-  cmds_per_hit: number;
-  /** Probe: a sweep of cold keys, every call a miss and a load: commands / loads. */
-  cmds_per_cold_load: number;
-  /** Loads per key per TTL, averaged over the hottest keys, and the most for one key. */
-  hot_keys: number;
-  loads_per_hot_key_per_ttl: number;
-  max_loads_key_per_ttl: number;
-  double_refreshes: number;
-  p50: number;
-  p99: number;
-  store_errors: number;
-  commands: CommandCounts;
+/**
+ * A sweep of `keys` cold keys on instance 0 (every call a miss and a load), after one key that
+ * loads the scripts (EVALSHA's first NOSCRIPT + EVAL) uncounted; then, with `warm`, the same
+ * keys again (every call a hit). The commands of each sweep.
+ */
+export async function probe(
+  instance: Instance,
+  redis: PrivateRedis,
+  pattern: PatternName,
+  /** Keys `${tag}-prime:${name}:` and `${tag}-probe:${name}:`. */
+  [tag, name]: [string, string],
+  keys: number,
+  warm = false,
+) {
+  const job: LoadJob = { pattern, keyPrefix: '', keys, zipf: 0, mode: 'sweep', concurrency: 20 };
+  await instance.load({ ...job, keyPrefix: `${tag}-prime:${name}:`, keys: 1 });
+  const sweep = async () => {
+    const before = await redis.commandCounts();
+    const res = await instance.load({ ...job, keyPrefix: `${tag}-probe:${name}:` });
+    return { res, cmds: totalCommands(commandDelta(await redis.commandCounts(), before)) };
+  };
+  const cold = await sweep();
+  return { cold, warm: warm ? await sweep() : undefined };
 }
 
-export const HOTSET_COLUMNS: Column<HotsetRow>[] = [
-  { header: 'pattern', value: (r) => r.pattern },
-  { header: 'inst', value: (r) => r.instances },
-  { header: 'reqs', value: (r) => r.reqs },
-  { header: 'loads', value: (r) => r.loads },
-  { header: 'blocking%', value: (r) => `${r.blocking_pct.toFixed(2)}%` },
-  { header: 'early', value: (r) => r.early_recomputes },
-  { header: 'lock_waits', value: (r) => r.lock_waits },
-  { header: 'cmds', value: (r) => r.cmds },
-  { header: 'cmds/req', value: (r) => r.cmds_per_req, digits: 3 },
-  { header: 'cmds/load', value: (r) => r.cmds_per_load, digits: 2 },
-  { header: 'cmds/hit', value: (r) => r.cmds_per_hit, digits: 3 },
-  { header: 'cmds/cold_load', value: (r) => r.cmds_per_cold_load, digits: 2 },
-  { header: 'loads/key/ttl(top)', value: (r) => r.loads_per_hot_key_per_ttl, digits: 3 },
-  { header: 'max_loads/key/ttl', value: (r) => r.max_loads_key_per_ttl, digits: 2 },
-  { header: 'double_refresh', value: (r) => r.double_refreshes },
-  { header: 'p50_ms', value: (r) => r.p50, digits: 2 },
-  { header: 'p99_ms', value: (r) => r.p99, digits: 2 },
-  { header: 'store_err', value: (r) => r.store_errors },
-];
+/** Loads per key per TTL of the `hot` most popular keys and of the busiest key; double refreshes. */
+export function hotKeyLoads(
+  run: Awaited<ReturnType<typeof warmAndMeasure>>,
+  keyPrefix: string,
+  hot: number,
+  durationMs: number,
+  ttlMs: number,
+) {
+  const ttls = durationMs / ttlMs;
+  let hotLoads = 0;
+  for (let r = 0; r < hot; r++) hotLoads += run.perKey.get(`${keyPrefix}${r}`) ?? 0;
+  return {
+    hot_keys: hot,
+    loads_per_hot_key_per_ttl: hotLoads / hot / ttls,
+    max_loads_key_per_ttl: Math.max(0, ...run.perKey.values()) / ttls,
+    double_refreshes: doubleRefreshes(run.loads, ttlMs / 2),
+  };
+}
 
 /**
  * Calls whose own store read found a value: flights (calls - joins) minus the flights that
@@ -83,164 +63,154 @@ export const HOTSET_COLUMNS: Column<HotsetRow>[] = [
  * A flight that missed and joined an early recomputation already loading is counted as a hit
  * read (rare: the value expired during that load).
  */
-function hitReads(c: {
-  calls: number;
-  joins: number;
-  loads: number;
-  earlyRecomputes: number;
-  lockWaits: number;
-}): number {
+function hitReads(c: PatternCounters): number {
   const missFlights = Math.max(0, c.loads - c.earlyRecomputes) + c.lockWaits;
   return Math.max(0, c.calls - c.joins - missFlights);
 }
 
-export async function hotset(ctx: ScenarioContext): Promise<HotsetRow[]> {
+export type HotsetRow = Awaited<ReturnType<typeof hotsetRow>>;
+
+export const HOTSET_COLUMNS = columns<HotsetRow>(
+  'pattern, inst=instances, reqs, loads, blocking%, early=early_recomputes, lock_waits, cmds, ' +
+    'cmds/req=cmds_per_req:3, cmds/load=cmds_per_load:2, cmds/hit=cmds_per_hit:3, ' +
+    'cmds/cold_load=cmds_per_cold_load:2, loads/key/ttl(top)=loads_per_hot_key_per_ttl:3, ' +
+    'max_loads/key/ttl=max_loads_key_per_ttl:2, double_refresh=double_refreshes, ' +
+    'p50_ms=p50:2, p99_ms=p99:2, store_err=store_errors',
+  { 'blocking%': (r) => `${r.blocking_pct.toFixed(2)}%` },
+);
+
+async function hotsetRow(
+  ctx: ScenarioContext,
+  instances: Instance[],
+  redis: PrivateRedis,
+  pattern: PatternName,
+) {
+  const o = ctx.opts;
+  const k = instances.length;
+  const probes = await probe(
+    instances[0],
+    redis,
+    pattern,
+    ['hs', pattern],
+    o.hotsetProbeKeys,
+    true,
+  );
+  const { cold, warm } = { cold: probes.cold, warm: probes.warm! };
+  const warmReads = hitReads(warm.res.counters);
+  const cmdsPerHit = warmReads > 0 ? warm.cmds / warmReads : NaN;
+  const job = poissonJob(
+    pattern,
+    `hs:${pattern}:`,
+    o.hotsetKeys,
+    o.hotsetRate / k,
+    o.hotsetWarmupMs,
+    o.hotsetZipf,
+  );
+  const run = await warmAndMeasure(instances, redis, job, o.hotsetDurationMs, {
+    perRequest: true,
+  });
+  const { cmds, reqs, counters: c } = run;
+  const reads = hitReads(c);
+  const latencies = run.results.flatMap((r) => r.latencies ?? []);
+  return {
+    pattern,
+    instances: k,
+    keys: o.hotsetKeys,
+    zipf: o.hotsetZipf,
+    rate: o.hotsetRate,
+    ttl_ms: o.hotsetTtlMs,
+    backend_ms: o.hotsetBackendMs,
+    duration_ms: o.hotsetDurationMs,
+    reqs,
+    loads: c.loads,
+    blocking_pct: c.calls ? (100 * c.misses) / c.calls : 0,
+    early_recomputes: c.earlyRecomputes,
+    lock_waits: c.lockWaits,
+    /** Library commands of the measured run (commandstats, script-internal commands included). */
+    cmds,
+    cmds_per_req: cmds / reqs,
+    /** Store reads that found a value (estimated from the metrics, see hitReads). */
+    hit_reads: reads,
+    cmds_per_load: c.loads ? (cmds - reads * (cmdsPerHit || 1)) / c.loads : NaN,
+    /** Probes: commands per store read of warm keys, and per load of cold keys. */
+    cmds_per_hit: cmdsPerHit,
+    cmds_per_cold_load: cold.res.counters.loads ? cold.cmds / cold.res.counters.loads : NaN,
+    ...hotKeyLoads(
+      run,
+      job.keyPrefix,
+      Math.min(o.hotsetHotKeys, o.hotsetKeys),
+      o.hotsetDurationMs,
+      o.hotsetTtlMs,
+    ),
+    p50: q(latencies, 0.5),
+    p99: q(latencies, 0.99),
+    store_errors: c.storeErrors + cold.res.counters.storeErrors + warm.res.counters.storeErrors,
+    commands: run.commands,
+  };
+}
+
+export function hotset(ctx: ScenarioContext) {
   const o = ctx.opts;
   const k = Math.max(1, o.hotsetInstances);
-  const redis = await PrivateRedis.start();
-  ctx.log(
-    `\n## hotset: ${redis.describe()}; ${o.hotsetKeys} keys, Zipf s=${o.hotsetZipf}, Poisson ${o.hotsetRate} req/s` +
+  return runScenario(ctx, {
+    privateRedis: true,
+    title: (redis) =>
+      `hotset: ${redis.describe()}; ${o.hotsetKeys} keys, Zipf s=${o.hotsetZipf}, Poisson ${o.hotsetRate} req/s` +
       `${k > 1 ? ` over ${k} forked instances` : ' in this process'}, TTL ${o.hotsetTtlMs} ms, backend ${o.hotsetBackendMs} ms, ` +
       `${o.hotsetDurationMs} ms measured after ${o.hotsetWarmupMs} ms of warm-up; probes: ${o.hotsetProbeKeys} cold keys once (misses), then again (hits); ` +
       `commands from INFO commandstats (commands inside scripts included)`,
-  );
-  const instances = await startInstances(
-    ctx.config(o.hotsetTtlMs, {
-      redisUrl: redis.url,
-      backendMs: o.hotsetBackendMs,
-      recordLoads: true,
-      operationTimeout: o.operationTimeoutMs,
-      cooldown: o.cooldownMs,
-    }),
-    k,
-  );
-  const rows: HotsetRow[] = [];
-  const hot = Math.min(o.hotsetHotKeys, o.hotsetKeys);
-  try {
-    for (const pattern of o.hotsetPatterns) {
-      const probe: LoadJob = {
-        pattern,
-        keyPrefix: `hs-probe:${pattern}:`,
-        keys: o.hotsetProbeKeys,
-        zipf: 0,
-        mode: 'sweep',
-        concurrency: 20,
-      };
-      // Load the scripts (EVALSHA's first NOSCRIPT + EVAL) before anything is counted.
-      await instances[0].load({ ...probe, keyPrefix: `hs-prime:${pattern}:`, keys: 1 });
-      const s0 = await redis.commandCounts();
-      const cold = await instances[0].load(probe);
-      const s1 = await redis.commandCounts();
-      const warm = await instances[0].load(probe);
-      const s2 = await redis.commandCounts();
-      const coldCmds = totalCommands(commandDelta(s1, s0));
-      const warmCmds = totalCommands(commandDelta(s2, s1));
-      const warmReads = hitReads(warm.counters);
-      const cmdsPerHit = warmReads > 0 ? warmCmds / warmReads : NaN;
-
-      const job: LoadJob = {
-        pattern,
-        keyPrefix: `hs:${pattern}:`,
-        keys: o.hotsetKeys,
-        zipf: o.hotsetZipf,
-        mode: 'poisson',
-        rate: o.hotsetRate / k,
-        durationMs: o.hotsetWarmupMs,
-      };
-      const run = await warmAndMeasure(instances, redis, job, o.hotsetDurationMs, {
-        perRequest: true,
-      });
-      const { results, commands, cmds, reqs, loads, perKey } = run;
-      const c = run.counters;
-      const reads = hitReads(c);
-      const ttls = o.hotsetDurationMs / o.hotsetTtlMs;
-      let hotLoads = 0;
-      for (let r = 0; r < hot; r++) hotLoads += perKey.get(`${job.keyPrefix}${r}`) ?? 0;
-      const latencies = results.flatMap((r) => r.latencies ?? []);
-      rows.push({
-        pattern,
-        instances: k,
-        keys: o.hotsetKeys,
-        zipf: o.hotsetZipf,
-        rate: o.hotsetRate,
-        ttl_ms: o.hotsetTtlMs,
-        backend_ms: o.hotsetBackendMs,
-        duration_ms: o.hotsetDurationMs,
-        reqs,
-        loads: c.loads,
-        blocking_pct: c.calls ? (100 * c.misses) / c.calls : 0,
-        early_recomputes: c.earlyRecomputes,
-        lock_waits: c.lockWaits,
-        cmds,
-        cmds_per_req: cmds / reqs,
-        hit_reads: reads,
-        cmds_per_load: c.loads ? (cmds - reads * (cmdsPerHit || 1)) / c.loads : NaN,
-        cmds_per_hit: cmdsPerHit,
-        cmds_per_cold_load: cold.counters.loads ? coldCmds / cold.counters.loads : NaN,
-        hot_keys: hot,
-        loads_per_hot_key_per_ttl: hotLoads / hot / ttls,
-        max_loads_key_per_ttl: Math.max(0, ...perKey.values()) / ttls,
-        double_refreshes: doubleRefreshes(loads, o.hotsetTtlMs / 2),
-        p50: q(latencies, 0.5),
-        p99: q(latencies, 0.99),
-        store_errors: c.storeErrors + cold.counters.storeErrors + warm.counters.storeErrors,
-        commands,
-      });
-    }
-  } finally {
-    await Promise.all(instances.map((i) => i.close()));
-    await redis.stop();
-  }
-  ctx.log(renderTable(HOTSET_COLUMNS, rows));
-  ctx.log(
-    `\nhotset: commandstats of the measured run by command (calls; commands inside scripts counted under their own name)`,
-  );
-  ctx.log(
-    renderCommandBreakdown(
-      rows.map((r) => ({
-        name: r.pattern,
-        commands: r.commands,
-        cmds: r.cmds,
-        perRequest: r.cmds_per_req,
-        perLoad: r.cmds_per_load,
-      })),
-    ),
-  );
-  logTargets(ctx, hotsetTargets(rows));
-  return rows;
+    rows: (redis) => {
+      const extra = { backendMs: o.hotsetBackendMs, recordLoads: true };
+      return withInstances(ctx.config(o.hotsetTtlMs, extra, redis), k, (instances) =>
+        eachOf(o.hotsetPatterns, (p) => hotsetRow(ctx, instances, redis, p)),
+      );
+    },
+    columns: HOTSET_COLUMNS,
+    after: (rows) =>
+      commandBreakdown(
+        'hotset',
+        rows.map((r) => ({
+          name: r.pattern,
+          commands: r.commands,
+          cmds: r.cmds,
+          perRequest: r.cmds_per_req,
+          perLoad: r.cmds_per_load,
+        })),
+      ),
+    targets: hotsetTargets,
+  });
 }
 
 export function hotsetTargets(rows: HotsetRow[]): Target[] {
   const sf = rows.find((r) => r.pattern === 'singleflight');
-  const ref = (f: (r: HotsetRow) => string) => (sf ? ` (singleflight ${f(sf)})` : '');
-  const targets: Target[] = [];
-  for (const r of rows.filter((x) => x.pattern !== 'singleflight')) {
-    targets.push(
+  const ref = (f: (r: HotsetRow) => number, digits: number) =>
+    sf ? ` (singleflight ${f(sf).toFixed(digits)})` : '';
+  return rows
+    .filter((x) => x.pattern !== 'singleflight')
+    .flatMap((r) => [
       {
         id: 'hotset',
         text: `${r.pattern}: <= 4 Redis commands per load, lock included`,
         met: r.cmds_per_load <= 4,
-        measured: `${r.cmds_per_load.toFixed(2)} (cold-key probe ${r.cmds_per_cold_load.toFixed(2)})${ref((s) => s.cmds_per_load.toFixed(2))}`,
+        measured: `${r.cmds_per_load.toFixed(2)} (cold-key probe ${r.cmds_per_cold_load.toFixed(2)})${ref((s) => s.cmds_per_load, 2)}`,
       },
       {
         id: 'hotset',
         text: `${r.pattern}: exactly 1 Redis command per hit`,
         met: Math.abs(r.cmds_per_hit - 1) < 1e-9,
-        measured: `${r.cmds_per_hit.toFixed(3)}${ref((s) => s.cmds_per_hit.toFixed(3))}`,
+        measured: `${r.cmds_per_hit.toFixed(3)}${ref((s) => s.cmds_per_hit, 3)}`,
       },
       {
         id: 'hotset',
         text: `${r.pattern}: <= 2.2 Redis commands per request`,
         met: r.cmds_per_req <= 2.2,
-        measured: `${r.cmds_per_req.toFixed(3)}${ref((s) => s.cmds_per_req.toFixed(3))}`,
+        measured: `${r.cmds_per_req.toFixed(3)}${ref((s) => s.cmds_per_req, 3)}`,
       },
       {
         id: 'hotset',
         text: `${r.pattern}: <= 1 load per key per TTL (top ${r.hot_keys} keys, tolerance 5%), no double refresh`,
         met: r.loads_per_hot_key_per_ttl <= 1.05 && r.double_refreshes === 0,
-        measured: `${r.loads_per_hot_key_per_ttl.toFixed(3)}, max ${r.max_loads_key_per_ttl.toFixed(2)}, double ${r.double_refreshes}${ref((s) => s.loads_per_hot_key_per_ttl.toFixed(3))}`,
+        measured: `${r.loads_per_hot_key_per_ttl.toFixed(3)}, max ${r.max_loads_key_per_ttl.toFixed(2)}, double ${r.double_refreshes}${ref((s) => s.loads_per_hot_key_per_ttl, 3)}`,
       },
-    );
-  }
-  return targets;
+    ]);
 }

@@ -1,8 +1,7 @@
 /*
  * "Instances" of the app: the parent's own app (one instance) or forked processes, each with its
  * own Nest application context and Redis connections (--instances K). Both run a cliff round
- * (runCliffRound) or a load job (runLoad, hotset and fanout) the same way; the parent
- * synchronizes them and sums.
+ * or a load job the same way; the parent synchronizes them and sums.
  */
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -10,8 +9,6 @@ import { Child, forkTs } from '../shared/child';
 import { BenchApp } from './bench-app';
 import { BenchConfig, diffCounters, PatternCounters, PatternName } from './patterns';
 import { LoadJob, LoadResult, runLoad } from './load';
-
-const WORKER = join(__dirname, 'worker.ts');
 
 export interface RoundRequest {
   pattern: PatternName;
@@ -50,24 +47,12 @@ export interface Instance {
   close(): Promise<void>;
 }
 
-export class LocalInstance implements Instance {
-  private constructor(private readonly app: BenchApp) {}
-
-  static async start(cfg: BenchConfig): Promise<LocalInstance> {
-    return new LocalInstance(await BenchApp.create(cfg));
-  }
-
-  round(req: RoundRequest): Promise<RoundResult> {
-    return runCliffRound(this.app, req);
-  }
-
-  load(job: LoadJob): Promise<LoadResult> {
-    return runLoad(this.app, job);
-  }
-
-  close(): Promise<void> {
-    return this.app.close();
-  }
+function localInstance(app: BenchApp): Instance {
+  return {
+    round: (req) => runCliffRound(app, req),
+    load: (job) => runLoad(app, job),
+    close: () => app.close(),
+  };
 }
 
 type WorkerMessage =
@@ -83,9 +68,11 @@ export class ForkedInstance implements Instance {
   private constructor(private readonly child: Child<WorkerMessage, WorkerCommand>) {}
 
   static async start(cfg: BenchConfig): Promise<ForkedInstance> {
-    const child = forkTs<WorkerMessage, WorkerCommand>('bench worker', WORKER, {
-      env: { BENCH_CONFIG: JSON.stringify(cfg) },
-    });
+    const child = forkTs<WorkerMessage, WorkerCommand>(
+      'bench worker',
+      join(__dirname, 'worker.ts'),
+      { env: { BENCH_CONFIG: JSON.stringify(cfg) } },
+    );
     try {
       await child.waitFor('ready', START_TIMEOUT_MS);
     } catch (err) {
@@ -115,17 +102,26 @@ export class ForkedInstance implements Instance {
   }
 }
 
-/** Starts K instances: the parent's own app for K = 1, else K forked processes. */
-export async function startInstances(cfg: BenchConfig, k: number): Promise<Instance[]> {
-  if (k <= 1) return [await LocalInstance.start(cfg)];
-  const started = await Promise.allSettled(
-    Array.from({ length: k }, () => ForkedInstance.start(cfg)),
-  );
-  const ok = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+/**
+ * Runs `fn` with K instances (the parent's own app for K = 1, else K forked processes), closed
+ * when it ends.
+ */
+export async function withInstances<T>(
+  cfg: BenchConfig,
+  k: number,
+  fn: (instances: Instance[]) => Promise<T>,
+): Promise<T> {
+  const starting: Promise<Instance>[] =
+    k <= 1
+      ? [BenchApp.create(cfg).then(localInstance)]
+      : Array.from({ length: k }, () => ForkedInstance.start(cfg));
+  const started = await Promise.allSettled(starting);
+  const instances = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
   const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
-  if (failed) {
-    await Promise.all(ok.map((i) => i.close()));
-    throw failed.reason;
+  try {
+    if (failed) throw failed.reason;
+    return await fn(instances);
+  } finally {
+    await Promise.all(instances.map((i) => i.close()));
   }
-  return ok;
 }

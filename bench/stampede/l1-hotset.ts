@@ -3,20 +3,15 @@
  * several instances, a pattern without and with the library's in-process tier (`+l1`: the
  * instances' StampedeModule gets `l1: true`), on a private redis-server.
  */
-import { PrivateRedis } from '../shared/private-redis';
-import { Column, renderTable } from '../shared/table';
+import { columns } from '../shared/columns';
+import type { PrivateRedis } from '../shared/private-redis';
 import type { Target } from '../shared/targets';
-import { PatternName } from './patterns';
-import {
-  CommandCounts,
-  commandDelta,
-  renderCommandBreakdown,
-  totalCommands,
-} from './command-counts';
-import { logTargets, q, ScenarioContext } from './context';
-import { startInstances } from './instances';
-import { doubleRefreshes, LoadJob, warmAndMeasure } from './load';
-import { parseVariant } from './options';
+import { commandBreakdown } from './command-counts';
+import { eachOf, q, runScenario, ScenarioContext } from './scenario';
+import { Instance, withInstances } from './instances';
+import { LoadResult, warmAndMeasure, poissonJob } from './load';
+import { BenchOptions, parseVariant, TierVariant } from './options';
+import { hotKeyLoads, probe } from './hotset';
 
 /**
  * Loads per request of a cache-aside that loads every key exactly once per TTL when it is asked
@@ -26,248 +21,169 @@ import { parseVariant } from './options';
  */
 export function idealLoadsPerRequest(n: number, s: number, rate: number, ttlMs: number): number {
   const perTtl = (rate * ttlMs) / 1000;
+  const weight = (r: number) => (s === 0 ? 1 : 1 / Math.pow(r + 1, s));
   let sum = 0;
-  for (let r = 0; r < n; r++) sum += s === 0 ? 1 : 1 / Math.pow(r + 1, s);
+  for (let r = 0; r < n; r++) sum += weight(r);
   let loads = 0;
   for (let r = 0; r < n; r++) {
-    const lambda = (perTtl * (s === 0 ? 1 : 1 / Math.pow(r + 1, s))) / sum;
+    const lambda = (perTtl * weight(r)) / sum;
     loads += lambda / (1 + lambda);
   }
   return loads / perTtl;
 }
 
-// --- l1-hotset ----------------------------------------------------------------------------
+export type L1HotsetRow = Awaited<ReturnType<typeof l1HotsetRow>>;
 
-export interface L1HotsetRow {
-  variant: string;
-  pattern: PatternName;
-  l1: boolean;
-  instances: number;
-  keys: number;
-  zipf: number;
-  rate: number;
-  ttl_ms: number;
-  duration_ms: number;
-  reqs: number;
-  loads: number;
-  loads_per_req: number;
-  lock_waits: number;
-  joins: number;
-  /** Library commands of the measured run (commandstats delta). */
-  cmds: number;
-  cmds_per_req: number;
-  /** Probe: cold keys called once each on one instance (every call a miss and a load). */
-  cmds_per_load: number;
-  /** loads_per_req x cmds_per_load: what the loads alone cost per request. */
-  floor_cmds_per_req: number;
-  hot_keys: number;
-  loads_per_hot_key_per_ttl: number;
-  max_loads_key_per_ttl: number;
-  double_refreshes: number;
-  /** Calls that neither ran the loader nor joined a flight that ran it (measured in the caller). */
-  hits: number;
-  hit_share: number;
-  hit_p50: number;
-  hit_p99: number;
-  /** p99 of the hits served by the in-process tier. */
-  l1_hit_p99: number;
-  /** Hits that read Redis (or joined a flight that read it), and their latency. */
-  store_hits: number;
-  store_hit_p50: number;
-  store_hit_p99: number;
-  /**
-   * Misses measured in the caller: calls that ran the loader, calls that waited for another
-   * instance's lock (its load), and calls that joined a flight that did either.
-   */
-  ran_load: number;
-  waited_lock: number;
-  joined_load: number;
-  /** l1Hits (library) or bento-like's own L1 hits, per request. */
-  l1_hit_share: number;
-  /** CPU time of the instances (user + system, load generator included) per request, in us. */
-  cpu_us_per_req: number;
-  store_errors: number;
-  commands: CommandCounts;
+export const L1_HOTSET_COLUMNS = columns<L1HotsetRow>(
+  'variant, inst=instances, reqs, loads, loads/req=loads_per_req:3, cmds, cmds/req=cmds_per_req:3, ' +
+    'cmds/load=cmds_per_load:2, floor_cmds/req=floor_cmds_per_req:3, ' +
+    'loads/key/ttl(top)=loads_per_hot_key_per_ttl:3, max_loads/key/ttl=max_loads_key_per_ttl:2, ' +
+    'double_refresh=double_refreshes, hits, hit_p50_ms=hit_p50:3, hit_p99_ms=hit_p99:3, l1_hits%, ' +
+    'l1_hit_p99_ms=l1_hit_p99:3, redis_hits=store_hits, redis_hit_p50_ms=store_hit_p50:3, ' +
+    'redis_hit_p99_ms=store_hit_p99:3, ran_load, waited_lock, joined_load, ' +
+    'cpu_us/req=cpu_us_per_req:0, store_err=store_errors',
+  { 'l1_hits%': (r) => `${(100 * r.l1_hit_share).toFixed(1)}%` },
+);
+
+async function l1HotsetRow(
+  ctx: ScenarioContext,
+  instances: Instance[],
+  redis: PrivateRedis,
+  v: TierVariant,
+) {
+  const o = ctx.opts;
+  const k = instances.length;
+  const { cold } = await probe(
+    instances[0],
+    redis,
+    v.pattern,
+    ['l1hs', v.name],
+    o.l1HotsetProbeKeys,
+  );
+  const job = poissonJob(
+    v.pattern,
+    `l1hs:${v.name}:`,
+    o.l1HotsetKeys,
+    o.l1HotsetRate / k,
+    o.l1HotsetWarmupMs,
+    o.l1HotsetZipf,
+  );
+  const run = await warmAndMeasure(instances, redis, job, o.l1HotsetDurationMs, { classify: true });
+  const { results, cmds, reqs, counters: c } = run;
+  const l1Hits = results.flatMap((r) => r.l1HitLatencies ?? []);
+  const storeHits = results.flatMap((r) => r.storeHitLatencies ?? []);
+  const hits = [...l1Hits, ...storeHits];
+  const cmdsPerLoad = cold.res.counters.loads ? cold.cmds / cold.res.counters.loads : NaN;
+  const sum = (f: (r: LoadResult) => number | undefined) =>
+    results.reduce((a, r) => a + (f(r) ?? 0), 0);
+  return {
+    variant: v.name,
+    pattern: v.pattern,
+    l1: v.l1,
+    instances: k,
+    keys: o.l1HotsetKeys,
+    zipf: o.l1HotsetZipf,
+    rate: o.l1HotsetRate,
+    ttl_ms: o.l1HotsetTtlMs,
+    duration_ms: o.l1HotsetDurationMs,
+    reqs,
+    loads: c.loads,
+    loads_per_req: c.loads / reqs,
+    lock_waits: c.lockWaits,
+    joins: c.joins,
+    /** Library commands of the measured run (commandstats delta). */
+    cmds,
+    cmds_per_req: cmds / reqs,
+    /** Probe: cold keys called once each on one instance (every call a miss and a load). */
+    cmds_per_load: cmdsPerLoad,
+    /** loads_per_req x cmds_per_load: what the loads alone cost per request. */
+    floor_cmds_per_req: (c.loads / reqs) * cmdsPerLoad,
+    ...hotKeyLoads(
+      run,
+      job.keyPrefix,
+      Math.min(o.l1HotsetHotKeys, o.l1HotsetKeys),
+      o.l1HotsetDurationMs,
+      o.l1HotsetTtlMs,
+    ),
+    /** Calls that neither ran the loader nor joined a flight that ran it (measured in the caller). */
+    hits: hits.length,
+    hit_share: hits.length / reqs,
+    hit_p50: q(hits, 0.5),
+    hit_p99: q(hits, 0.99),
+    l1_hit_p99: q(l1Hits, 0.99),
+    /** Hits that read Redis (or joined a flight that read it). */
+    store_hits: storeHits.length,
+    store_hit_p50: q(storeHits, 0.5),
+    store_hit_p99: q(storeHits, 0.99),
+    /** Misses measured in the caller (LoadResult.ranLoad, waitedLock, joinedLoad). */
+    ran_load: sum((r) => r.ranLoad),
+    waited_lock: sum((r) => r.waitedLock),
+    joined_load: sum((r) => r.joinedLoad),
+    /** l1Hits (library) or bento-like's own L1 hits, per request. */
+    l1_hit_share: c.l1Hits / reqs,
+    /** CPU time of the instances (load generator included) per request, us. */
+    cpu_us_per_req: (1000 * sum((r) => r.cpuMs)) / reqs,
+    store_errors: c.storeErrors + cold.res.counters.storeErrors,
+    commands: run.commands,
+  };
 }
 
-export const L1_HOTSET_COLUMNS: Column<L1HotsetRow>[] = [
-  { header: 'variant', value: (r) => r.variant },
-  { header: 'inst', value: (r) => r.instances },
-  { header: 'reqs', value: (r) => r.reqs },
-  { header: 'loads', value: (r) => r.loads },
-  { header: 'loads/req', value: (r) => r.loads_per_req, digits: 3 },
-  { header: 'cmds', value: (r) => r.cmds },
-  { header: 'cmds/req', value: (r) => r.cmds_per_req, digits: 3 },
-  { header: 'cmds/load', value: (r) => r.cmds_per_load, digits: 2 },
-  { header: 'floor_cmds/req', value: (r) => r.floor_cmds_per_req, digits: 3 },
-  { header: 'loads/key/ttl(top)', value: (r) => r.loads_per_hot_key_per_ttl, digits: 3 },
-  { header: 'max_loads/key/ttl', value: (r) => r.max_loads_key_per_ttl, digits: 2 },
-  { header: 'double_refresh', value: (r) => r.double_refreshes },
-  { header: 'hits', value: (r) => r.hits },
-  { header: 'hit_p50_ms', value: (r) => r.hit_p50, digits: 3 },
-  { header: 'hit_p99_ms', value: (r) => r.hit_p99, digits: 3 },
-  { header: 'l1_hits%', value: (r) => `${(100 * r.l1_hit_share).toFixed(1)}%` },
-  { header: 'l1_hit_p99_ms', value: (r) => r.l1_hit_p99, digits: 3 },
-  { header: 'redis_hits', value: (r) => r.store_hits },
-  { header: 'redis_hit_p50_ms', value: (r) => r.store_hit_p50, digits: 3 },
-  { header: 'redis_hit_p99_ms', value: (r) => r.store_hit_p99, digits: 3 },
-  { header: 'ran_load', value: (r) => r.ran_load },
-  { header: 'waited_lock', value: (r) => r.waited_lock },
-  { header: 'joined_load', value: (r) => r.joined_load },
-  { header: 'cpu_us/req', value: (r) => r.cpu_us_per_req, digits: 0 },
-  { header: 'store_err', value: (r) => r.store_errors },
-];
-
-export async function l1Hotset(ctx: ScenarioContext): Promise<L1HotsetRow[]> {
+export function l1Hotset(ctx: ScenarioContext) {
   const o = ctx.opts;
   const k = Math.max(1, o.l1HotsetInstances);
   const variants = o.l1HotsetVariants.map(parseVariant);
-  const ideal = idealLoadsPerRequest(
-    o.l1HotsetKeys,
-    o.l1HotsetZipf,
-    o.l1HotsetRate,
-    o.l1HotsetTtlMs,
-  );
-  const redis = await PrivateRedis.start();
-  ctx.log(
-    `\n## l1-hotset: ${redis.describe()}; ${o.l1HotsetKeys} keys, Zipf s=${o.l1HotsetZipf}, Poisson ${o.l1HotsetRate} req/s in all` +
+  const ideal = idealOf(o);
+  return runScenario(ctx, {
+    privateRedis: true,
+    title: (redis) =>
+      `l1-hotset: ${redis.describe()}; ${o.l1HotsetKeys} keys, Zipf s=${o.l1HotsetZipf}, Poisson ${o.l1HotsetRate} req/s in all` +
       `${k > 1 ? ` over ${k} forked instances (${Math.round(o.l1HotsetRate / k)} each)` : ' in this process'}, TTL ${o.l1HotsetTtlMs} ms, ` +
       `backend ${o.l1HotsetBackendMs} ms, ${o.l1HotsetDurationMs} ms measured after ${o.l1HotsetWarmupMs} ms of warm-up; ` +
       `+l1 = StampedeModule l1: true; cmds/load from ${o.l1HotsetProbeKeys} cold keys called once; hits = calls that did not run a load, wait for a lock or join a flight that did; ` +
       `a cache-aside loading each key once per TTL makes ${ideal.toFixed(3)} loads per request here (Zipf model)`,
-  );
-  const rows = new Map<string, L1HotsetRow>();
-  try {
-    for (const l1 of [false, true]) {
-      const group = variants.filter((v) => v.l1 === l1);
-      if (!group.length) continue;
-      const instances = await startInstances(
-        ctx.config(o.l1HotsetTtlMs, {
-          redisUrl: redis.url,
+    rows: async (redis) => {
+      // The variants without L1 share instances, and those with it: rows in the variants' order.
+      const rows = new Map<string, L1HotsetRow>();
+      for (const l1 of [false, true]) {
+        const group = variants.filter((v) => v.l1 === l1);
+        if (!group.length) continue;
+        const extra = {
           backendMs: o.l1HotsetBackendMs,
           recordLoads: true,
-          operationTimeout: o.operationTimeoutMs,
-          cooldown: o.cooldownMs,
           moduleOptions: l1 ? { l1: true } : undefined,
-        }),
-        k,
-      );
-      try {
-        for (const v of group) {
-          // Load the scripts (EVALSHA's first NOSCRIPT + EVAL) before anything is counted.
-          const probe: LoadJob = {
-            pattern: v.pattern,
-            keyPrefix: `l1hs-prime:${v.name}:`,
-            keys: 1,
-            zipf: 0,
-            mode: 'sweep',
-            concurrency: 20,
-          };
-          await instances[0].load(probe);
-          const s0 = await redis.commandCounts();
-          const cold = await instances[0].load({
-            ...probe,
-            keyPrefix: `l1hs-probe:${v.name}:`,
-            keys: o.l1HotsetProbeKeys,
-          });
-          const s1 = await redis.commandCounts();
-          const coldCmds = totalCommands(commandDelta(s1, s0));
-          const job: LoadJob = {
-            pattern: v.pattern,
-            keyPrefix: `l1hs:${v.name}:`,
-            keys: o.l1HotsetKeys,
-            zipf: o.l1HotsetZipf,
-            mode: 'poisson',
-            rate: o.l1HotsetRate / k,
-            durationMs: o.l1HotsetWarmupMs,
-          };
-          const run = await warmAndMeasure(instances, redis, job, o.l1HotsetDurationMs, {
-            classify: true,
-          });
-          const { results, commands, cmds, reqs, loads, perKey } = run;
-          const c = run.counters;
-          const ttls = o.l1HotsetDurationMs / o.l1HotsetTtlMs;
-          const hot = Math.min(o.l1HotsetHotKeys, o.l1HotsetKeys);
-          let hotLoads = 0;
-          for (let r = 0; r < hot; r++) hotLoads += perKey.get(`${job.keyPrefix}${r}`) ?? 0;
-          const l1Hits = results.flatMap((r) => r.l1HitLatencies ?? []);
-          const storeHits = results.flatMap((r) => r.storeHitLatencies ?? []);
-          const hits = [...l1Hits, ...storeHits];
-          const cmdsPerLoad = cold.counters.loads ? coldCmds / cold.counters.loads : NaN;
-          rows.set(v.name, {
-            variant: v.name,
-            pattern: v.pattern,
-            l1: v.l1,
-            instances: k,
-            keys: o.l1HotsetKeys,
-            zipf: o.l1HotsetZipf,
-            rate: o.l1HotsetRate,
-            ttl_ms: o.l1HotsetTtlMs,
-            duration_ms: o.l1HotsetDurationMs,
-            reqs,
-            loads: c.loads,
-            loads_per_req: c.loads / reqs,
-            lock_waits: c.lockWaits,
-            joins: c.joins,
-            cmds,
-            cmds_per_req: cmds / reqs,
-            cmds_per_load: cmdsPerLoad,
-            floor_cmds_per_req: (c.loads / reqs) * cmdsPerLoad,
-            hot_keys: hot,
-            loads_per_hot_key_per_ttl: hotLoads / hot / ttls,
-            max_loads_key_per_ttl: Math.max(0, ...perKey.values()) / ttls,
-            double_refreshes: doubleRefreshes(loads, o.l1HotsetTtlMs / 2),
-            hits: hits.length,
-            hit_share: hits.length / reqs,
-            hit_p50: q(hits, 0.5),
-            hit_p99: q(hits, 0.99),
-            l1_hit_p99: q(l1Hits, 0.99),
-            store_hits: storeHits.length,
-            store_hit_p50: q(storeHits, 0.5),
-            store_hit_p99: q(storeHits, 0.99),
-            ran_load: results.reduce((a, r) => a + (r.ranLoad ?? 0), 0),
-            waited_lock: results.reduce((a, r) => a + (r.waitedLock ?? 0), 0),
-            joined_load: results.reduce((a, r) => a + (r.joinedLoad ?? 0), 0),
-            l1_hit_share: c.l1Hits / reqs,
-            cpu_us_per_req: (1000 * results.reduce((a, r) => a + r.cpuMs, 0)) / reqs,
-            store_errors: c.storeErrors + cold.counters.storeErrors,
-            commands,
-          });
-        }
-      } finally {
-        await Promise.all(instances.map((i) => i.close()));
+        };
+        await withInstances(ctx.config(o.l1HotsetTtlMs, extra, redis), k, (instances) =>
+          eachOf(group, async (v) => rows.set(v.name, await l1HotsetRow(ctx, instances, redis, v))),
+        );
       }
-    }
-  } finally {
-    await redis.stop();
-  }
-  const out = variants.map((v) => rows.get(v.name)!);
-  ctx.log(renderTable(L1_HOTSET_COLUMNS, out));
-  ctx.log(
-    `\nl1-hotset: commandstats of the measured run by command (calls; commands inside scripts counted under their own name)`,
-  );
-  ctx.log(
-    renderCommandBreakdown(
-      out.map((r) => ({
-        name: r.variant,
-        commands: r.commands,
-        cmds: r.cmds,
-        perRequest: r.cmds_per_req,
-      })),
-    ),
-  );
-  logTargets(ctx, l1HotsetTargets(out, ideal));
-  return out;
+      return variants.map((v) => rows.get(v.name)!);
+    },
+    columns: L1_HOTSET_COLUMNS,
+    after: (rows) =>
+      commandBreakdown(
+        'l1-hotset',
+        rows.map((r) => ({
+          name: r.variant,
+          commands: r.commands,
+          cmds: r.cmds,
+          perRequest: r.cmds_per_req,
+        })),
+      ),
+    targets: (rows) => l1HotsetTargets(rows, o),
+  });
 }
 
-export function l1HotsetTargets(rows: L1HotsetRow[], ideal: number): Target[] {
-  const refs = (f: (r: L1HotsetRow) => string) => {
-    const others = rows.filter((r) => !r.l1);
-    return others.length ? ` (${others.map((r) => `${r.variant} ${f(r)}`).join('; ')})` : '';
-  };
-  const targets: Target[] = [];
-  for (const r of rows.filter((x) => x.l1)) {
-    targets.push(
+const idealOf = (o: BenchOptions) =>
+  idealLoadsPerRequest(o.l1HotsetKeys, o.l1HotsetZipf, o.l1HotsetRate, o.l1HotsetTtlMs);
+
+export function l1HotsetTargets(rows: L1HotsetRow[], o: BenchOptions): Target[] {
+  const ideal = idealOf(o);
+  const others = rows.filter((r) => !r.l1);
+  const refs = (f: (r: L1HotsetRow) => string) =>
+    others.length ? ` (${others.map((r) => `${r.variant} ${f(r)}`).join('; ')})` : '';
+  return rows
+    .filter((x) => x.l1)
+    .flatMap((r) => [
       {
         id: 'l1-hotset',
         text: `${r.variant}: <= 0.3 Redis commands per request`,
@@ -306,7 +222,5 @@ export function l1HotsetTargets(rows: L1HotsetRow[], ideal: number): Target[] {
           `Redis hits ${r.store_hits}, p99 ${r.store_hit_p99} ms)` +
           refs((x) => `${x.hit_p99} ms`),
       },
-    );
-  }
-  return targets;
+    ]);
 }

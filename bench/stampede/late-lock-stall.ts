@@ -5,80 +5,47 @@
  * `singleflight`, measured in the same run.
  */
 import { performance } from 'node:perf_hooks';
-import { PrivateRedis } from '../shared/private-redis';
-import { Column, renderTable } from '../shared/table';
+import { columns } from '../shared/columns';
+import type { PrivateRedis } from '../shared/private-redis';
 import type { Target } from '../shared/targets';
 import { BenchApp } from './bench-app';
 import { LOCK_PATTERNS, XFETCH_LOCK_PATTERNS, lockKey, PatternName, valueKey } from './patterns';
-import { epochNow, logTargets, q, round2, ScenarioContext, sleep } from './context';
-import { LoadJob, runLoad } from './load';
+import { eachOf, q, round2, runScenario, ScenarioContext, sleep } from './scenario';
+import { epochNow, LoadJob, runLoad, poissonJob } from './load';
 import type { BenchOptions } from './options';
 
 // --- late-lock ----------------------------------------------------------------------------
 
-export interface LateLockRow {
-  pattern: PatternName;
-  /** The lock attempt that the pause delays: read-or-lock (a miss), try-lock (XFetch), or none. */
-  path: 'no lock' | 'read-or-lock' | 'try-lock';
-  pause: string;
-  /** The call during the pause (ms), and its store errors (the timed-out attempt). */
-  call1_ms: number;
-  call1_store_errors: number;
-  /** After the pause and the cool-down: the lock key still there (EXISTS), its PTTL. */
-  lock_left: number;
-  lock_pttl_ms: number | null;
-  /** The next call on the key (a miss: its value was never stored, or deleted for try-lock). */
-  call2_ms: number;
-  call2_loads: number;
-  lock_waits: number;
-  lock_wait_ms: number;
-}
+export type LateLockRow = Awaited<ReturnType<typeof lateLockRow>>;
 
-export const LATE_LOCK_COLUMNS: Column<LateLockRow>[] = [
-  { header: 'pattern', value: (r) => r.pattern },
-  { header: 'lock_path', value: (r) => r.path },
-  { header: 'pause', value: (r) => r.pause },
-  { header: 'call1_ms', value: (r) => r.call1_ms, digits: 1 },
-  { header: 'call1_store_err', value: (r) => r.call1_store_errors },
-  { header: 'lock_left', value: (r) => r.lock_left },
-  { header: 'lock_pttl_ms', value: (r) => r.lock_pttl_ms },
-  { header: 'call2_ms', value: (r) => r.call2_ms, digits: 1 },
-  { header: 'call2_loads', value: (r) => r.call2_loads },
-  { header: 'lock_waits', value: (r) => r.lock_waits },
-  { header: 'lock_wait_ms', value: (r) => r.lock_wait_ms, digits: 1 },
-];
+export const LATE_LOCK_COLUMNS = columns<LateLockRow>(
+  'pattern, lock_path=path, pause, call1_ms:1, call1_store_err=call1_store_errors, lock_left, ' +
+    'lock_pttl_ms, call2_ms:1, call2_loads, lock_waits, lock_wait_ms:1',
+);
 
-export async function lateLock(ctx: ScenarioContext): Promise<LateLockRow[]> {
+/** The lock attempt that the pause delays: read-or-lock (a miss), try-lock (XFetch), or none. */
+type LockPath = 'no lock' | 'read-or-lock' | 'try-lock';
+
+export function lateLock(ctx: ScenarioContext) {
   const o = ctx.opts;
-  const redis = await PrivateRedis.start();
   const ttl = 10_000;
-  ctx.log(
-    `\n## late-lock: ${redis.describe()}; CLIENT PAUSE ${o.latePauseMs} WRITE, one call (its lock attempt times out after ` +
+  return runScenario(ctx, {
+    privateRedis: true,
+    title: (redis) =>
+      `late-lock: ${redis.describe()}; CLIENT PAUSE ${o.latePauseMs} WRITE, one call (its lock attempt times out after ` +
       `operationTimeout ${o.operationTimeoutMs} ms), wait for the pause + cooldown ${o.cooldownMs} ms, then the next call on the key; ` +
       `TTL ${ttl} ms, backend ${o.backendMs} ms, lock ttl ${o.lockTtlMs} ms`,
-  );
-  const app = await BenchApp.create(
-    ctx.config(ttl, {
-      redisUrl: redis.url,
-      operationTimeout: o.operationTimeoutMs,
-      cooldown: o.cooldownMs,
-    }),
-  );
-  const rows: LateLockRow[] = [];
-  try {
-    for (const pattern of o.latePatterns) {
-      const path = LOCK_PATTERNS.includes(pattern) ? 'read-or-lock' : 'no lock';
-      rows.push(await lateLockRow(ctx, app, redis, pattern, path));
-      if (XFETCH_LOCK_PATTERNS.includes(pattern))
-        rows.push(await lateLockRow(ctx, app, redis, pattern, 'try-lock'));
-    }
-  } finally {
-    await app.close();
-    await redis.stop();
-  }
-  ctx.log(renderTable(LATE_LOCK_COLUMNS, rows));
-  logTargets(ctx, lateLockTargets(rows, o));
-  return rows;
+    rows: (redis) =>
+      BenchApp.with(ctx.config(ttl, {}, redis), async (app) => {
+        const paths = o.latePatterns.map((p) => [
+          [p, LOCK_PATTERNS.includes(p) ? 'read-or-lock' : 'no lock'] as const,
+          ...(XFETCH_LOCK_PATTERNS.includes(p) ? [[p, 'try-lock'] as const] : []),
+        ]);
+        return eachOf(paths.flat(), ([p, path]) => lateLockRow(ctx, app, redis, p, path));
+      }),
+    columns: LATE_LOCK_COLUMNS,
+    targets: (rows) => lateLockTargets(rows, o),
+  });
 }
 
 async function lateLockRow(
@@ -86,8 +53,8 @@ async function lateLockRow(
   app: BenchApp,
   redis: PrivateRedis,
   pattern: PatternName,
-  path: LateLockRow['path'],
-): Promise<LateLockRow> {
+  path: LockPath,
+) {
   const o = ctx.opts;
   const key = `late:${path === 'try-lock' ? 'try:' : ''}${pattern}`;
   const vKey = valueKey(ctx.prefix, key);
@@ -106,8 +73,7 @@ async function lateLockRow(
   await call(key);
   const call1 = performance.now() - t;
   const c1 = app.counters(pattern);
-  const until = pausedAt + o.latePauseMs + o.cooldownMs + 50;
-  await sleep(Math.max(0, until - performance.now()));
+  await sleep(Math.max(0, pausedAt + o.latePauseMs + o.cooldownMs + 50 - performance.now()));
   const lockLeft = await redis.control.exists(lKey);
   const pttl = lockLeft ? await redis.control.pttl(lKey) : null;
   // try-lock: the value is still cached; drop it, as its expiry would, so the next call misses
@@ -121,10 +87,13 @@ async function lateLockRow(
     pattern,
     path,
     pause: `WRITE ${o.latePauseMs} ms`,
+    /** The call during the pause, and its store errors (the timed-out attempt). */
     call1_ms: round2(call1),
     call1_store_errors: c1.storeErrors - c0.storeErrors,
+    /** After the pause and the cool-down: the lock key still there (EXISTS), its PTTL. */
     lock_left: lockLeft,
     lock_pttl_ms: pttl,
+    /** The next call on the key (a miss: its value was never stored, or deleted for try-lock). */
     call2_ms: round2(call2),
     call2_loads: c2.loads - c1.loads,
     lock_waits: c2.lockWaits - c1.lockWaits,
@@ -147,126 +116,117 @@ export function lateLockTargets(rows: LateLockRow[], o: BenchOptions): Target[] 
 
 // --- stall --------------------------------------------------------------------------------
 
-export interface StallRow {
-  pattern: PatternName;
-  mode: 'ALL' | 'WRITE';
-  pause_ms: number;
-  keys: number;
-  rate: number;
-  reqs: number;
-  /** Loader calls per second before, during and after the pause. */
-  loads_per_s_before: number;
-  loads_per_s_during: number;
-  loads_per_s_after: number;
-  /** during / before. */
-  ratio: number;
-  /** Requests that arrived during the pause, and their latency. */
-  during_reqs: number;
-  during_p50: number;
-  during_p99: number;
-  during_max: number;
-  before_p99: number;
-  store_errors: number;
+/**
+ * Runs `job` (perRequest) with CLIENT PAUSE `pauseMs` `mode` at `atMs` into the run; its loads
+ * and latencies before and during the pause.
+ */
+export async function pausedRun(
+  app: BenchApp,
+  redis: PrivateRedis,
+  job: LoadJob,
+  atMs: number,
+  pauseMs: number,
+  mode: 'ALL' | 'WRITE',
+) {
+  let start = Infinity;
+  const pause = () => {
+    start = epochNow();
+    redis.pause(pauseMs, mode).catch(() => undefined);
+  };
+  const res = await runLoad(app, { ...job, perRequest: true }, [{ atMs, run: pause }]);
+  const end = start + pauseMs;
+  const loads = (from: number, to: number) =>
+    res.loads.filter(([, at]) => at >= from && at < to).length;
+  const perS = (n: number, from: number, to: number) => n / Math.max(1e-9, (to - from) / 1000);
+  const lat = (from: number, to: number) =>
+    res.latencies!.filter((_, i) => res.arrivals![i] >= from && res.arrivals![i] < to);
+  const during = lat(start, end);
+  return {
+    res,
+    start,
+    end,
+    loads,
+    perS,
+    /** Requests that arrived during the pause, and their latency; latency before it. */
+    latency: {
+      during_reqs: during.length,
+      during_p50: q(during, 0.5),
+      during_p99: q(during, 0.99),
+      during_max: round2(Math.max(0, ...during)),
+      before_p99: q(lat(res.startedAt, start), 0.99),
+    },
+  };
 }
 
-export const STALL_COLUMNS: Column<StallRow>[] = [
-  { header: 'pattern', value: (r) => r.pattern },
-  { header: 'pause', value: (r) => `${r.mode} ${r.pause_ms} ms` },
-  { header: 'reqs', value: (r) => r.reqs },
-  { header: 'loads/s_before', value: (r) => r.loads_per_s_before, digits: 1 },
-  { header: 'loads/s_during', value: (r) => r.loads_per_s_during, digits: 1 },
-  { header: 'loads/s_after', value: (r) => r.loads_per_s_after, digits: 1 },
-  { header: 'during/before', value: (r) => `${r.ratio.toFixed(2)}x` },
-  { header: 'reqs_during', value: (r) => r.during_reqs },
-  { header: 'p50_during_ms', value: (r) => r.during_p50, digits: 1 },
-  { header: 'p99_during_ms', value: (r) => r.during_p99, digits: 1 },
-  { header: 'max_during_ms', value: (r) => r.during_max, digits: 1 },
-  { header: 'p99_before_ms', value: (r) => r.before_p99, digits: 1 },
-  { header: 'store_err', value: (r) => r.store_errors },
-];
+export type StallRow = Awaited<ReturnType<typeof stallRow>>;
 
-export async function stall(ctx: ScenarioContext): Promise<StallRow[]> {
+export const STALL_COLUMNS = columns<StallRow>(
+  'pattern, pause, reqs, loads/s_before=loads_per_s_before:1, loads/s_during=loads_per_s_during:1, ' +
+    'loads/s_after=loads_per_s_after:1, during/before, reqs_during=during_reqs, ' +
+    'p50_during_ms=during_p50:1, p99_during_ms=during_p99:1, max_during_ms=during_max:1, ' +
+    'p99_before_ms=before_p99:1, store_err=store_errors',
+  {
+    pause: (r) => `${r.mode} ${r.pause_ms} ms`,
+    'during/before': (r) => `${r.ratio.toFixed(2)}x`,
+  },
+);
+
+async function stallRow(ctx: ScenarioContext, app: BenchApp, redis: PrivateRedis, p: PatternName) {
   const o = ctx.opts;
-  const redis = await PrivateRedis.start();
+  const job = poissonJob(p, `stall:${p}:`, o.stallKeys, o.stallRate, o.stallWarmupMs);
+  // Warm-up: the keys loaded one after the other over one TTL (so they do not all expire
+  // together), then the traffic itself.
+  await runLoad(app, { ...job, mode: 'sweep', spreadMs: o.stallTtlMs });
+  await runLoad(app, job);
   const pauseAt = Math.max(0, (o.stallDurationMs - o.stallPauseMs) / 2);
-  ctx.log(
-    `\n## stall: ${redis.describe()}; Poisson ${o.stallRate} req/s over ${o.stallKeys} keys (uniform), TTL ${o.stallTtlMs} ms, ` +
+  const run = await pausedRun(
+    app,
+    redis,
+    { ...job, durationMs: o.stallDurationMs },
+    pauseAt,
+    o.stallPauseMs,
+    o.stallMode,
+  );
+  const { res, start, end, loads, perS } = run;
+  const rate = (from: number, to: number) => perS(loads(from, to), from, to);
+  const before = rate(res.startedAt, start);
+  const during = rate(start, end);
+  // The next pattern starts on a store out of its cool-down.
+  await sleep(o.cooldownMs + 100);
+  return {
+    pattern: p,
+    mode: o.stallMode,
+    pause_ms: o.stallPauseMs,
+    keys: o.stallKeys,
+    rate: o.stallRate,
+    reqs: res.reqs,
+    loads_per_s_before: round2(before),
+    loads_per_s_during: round2(during),
+    loads_per_s_after: round2(
+      rate(end, Math.min(res.startedAt + res.wallMs, res.startedAt + o.stallDurationMs)),
+    ),
+    /** during / before. */
+    ratio: before > 0 ? during / before : Infinity,
+    ...run.latency,
+    store_errors: res.counters.storeErrors,
+  };
+}
+
+export function stall(ctx: ScenarioContext) {
+  const o = ctx.opts;
+  return runScenario(ctx, {
+    privateRedis: true,
+    title: (redis) =>
+      `stall: ${redis.describe()}; Poisson ${o.stallRate} req/s over ${o.stallKeys} keys (uniform), TTL ${o.stallTtlMs} ms, ` +
       `backend ${o.backendMs} ms, ${o.stallDurationMs} ms measured after a warm-up (keys loaded one by one over a TTL, then ${o.stallWarmupMs} ms of traffic); ` +
-      `CLIENT PAUSE ${o.stallPauseMs} ${o.stallMode} at ${pauseAt} ms; operationTimeout ${o.operationTimeoutMs} ms, cooldown ${o.cooldownMs} ms`,
-  );
-  const app = await BenchApp.create(
-    ctx.config(o.stallTtlMs, {
-      redisUrl: redis.url,
-      recordLoads: true,
-      operationTimeout: o.operationTimeoutMs,
-      cooldown: o.cooldownMs,
-    }),
-  );
-  const rows: StallRow[] = [];
-  try {
-    for (const pattern of o.stallPatterns) {
-      const job: LoadJob = {
-        pattern,
-        keyPrefix: `stall:${pattern}:`,
-        keys: o.stallKeys,
-        zipf: 0,
-        mode: 'poisson',
-        rate: o.stallRate,
-        durationMs: o.stallWarmupMs,
-      };
-      // Warm-up: the keys loaded one after the other over one TTL (so they do not all expire
-      // together), then the traffic itself.
-      await runLoad(app, { ...job, mode: 'sweep', spreadMs: o.stallTtlMs });
-      await runLoad(app, job);
-      let pauseStart = Infinity;
-      const res = await runLoad(app, { ...job, durationMs: o.stallDurationMs, perRequest: true }, [
-        {
-          atMs: pauseAt,
-          run: () => {
-            pauseStart = epochNow();
-            redis.pause(o.stallPauseMs, o.stallMode).catch(() => undefined);
-          },
-        },
-      ]);
-      const pauseEnd = pauseStart + o.stallPauseMs;
-      const end = res.startedAt + res.wallMs;
-      const loadsIn = (from: number, to: number) =>
-        res.loads.filter(([, at]) => at >= from && at < to).length /
-        Math.max(1e-9, (to - from) / 1000);
-      const before = loadsIn(res.startedAt, pauseStart);
-      const during = loadsIn(pauseStart, pauseEnd);
-      const after = loadsIn(pauseEnd, Math.min(end, res.startedAt + o.stallDurationMs));
-      const lat = (from: number, to: number) =>
-        res.latencies!.filter((_, i) => res.arrivals![i] >= from && res.arrivals![i] < to);
-      const duringLat = lat(pauseStart, pauseEnd);
-      rows.push({
-        pattern,
-        mode: o.stallMode,
-        pause_ms: o.stallPauseMs,
-        keys: o.stallKeys,
-        rate: o.stallRate,
-        reqs: res.reqs,
-        loads_per_s_before: round2(before),
-        loads_per_s_during: round2(during),
-        loads_per_s_after: round2(after),
-        ratio: before > 0 ? during / before : Infinity,
-        during_reqs: duringLat.length,
-        during_p50: q(duringLat, 0.5),
-        during_p99: q(duringLat, 0.99),
-        during_max: round2(Math.max(0, ...duringLat)),
-        before_p99: q(lat(res.startedAt, pauseStart), 0.99),
-        store_errors: res.counters.storeErrors,
-      });
-      // The next pattern starts on a store out of its cool-down.
-      await sleep(o.cooldownMs + 100);
-    }
-  } finally {
-    await app.close();
-    await redis.stop();
-  }
-  ctx.log(renderTable(STALL_COLUMNS, rows));
-  logTargets(ctx, stallTargets(rows, o));
-  return rows;
+      `CLIENT PAUSE ${o.stallPauseMs} ${o.stallMode} at ${Math.max(0, (o.stallDurationMs - o.stallPauseMs) / 2)} ms; operationTimeout ${o.operationTimeoutMs} ms, cooldown ${o.cooldownMs} ms`,
+    rows: (redis) =>
+      BenchApp.with(ctx.config(o.stallTtlMs, { recordLoads: true }, redis), (app) =>
+        eachOf(o.stallPatterns, (p) => stallRow(ctx, app, redis, p)),
+      ),
+    columns: STALL_COLUMNS,
+    targets: (rows) => stallTargets(rows, o),
+  });
 }
 
 /**

@@ -1,9 +1,7 @@
 /*
  * Open-loop load on many keys, run the same way in the parent's own app and in forked instances
  * (hotset, fanout, stall, warnings): Poisson arrivals with Zipf (or uniform) key popularity, or
- * a sweep that calls every key once. Returns the library counters of the run, and per request
- * its arrival time and latency, per load its key and start time (epoch ms, so that instances
- * can be merged).
+ * a sweep that calls every key once. Times are epoch ms, so that instances can be merged.
  */
 import { performance } from 'node:perf_hooks';
 import { BenchApp } from './bench-app';
@@ -12,25 +10,25 @@ import {
   CallRecord,
   callContext,
   diffCounters,
-  PatternCounters,
   PatternName,
   sumCounters,
 } from './patterns';
 import { PrivateRedis } from '../shared/private-redis';
 import { CommandCounts, commandDelta, totalCommands } from './command-counts';
 
+export const epochNow = () => performance.timeOrigin + performance.now();
+
 /** Exponential inter-arrival times: a Poisson process of `rate` per second over `durationMs`. */
 export function poissonArrivals(rate: number, durationMs: number, random = Math.random): number[] {
   const out: number[] = [];
-  let t = 0;
-  for (;;) {
+  for (let t = 0; ;) {
     t += (-Math.log(1 - random()) / rate) * 1000;
     if (t >= durationMs) return out;
     out.push(t);
   }
 }
 
-/** A timed action during a drive (local runs only: the stall scenario's CLIENT PAUSE). */
+/** A timed action during a drive (local runs only: CLIENT PAUSE). */
 export interface DriveEvent {
   /** ms after the start of the drive. */
   atMs: number;
@@ -108,50 +106,22 @@ export interface LoadJob {
   classify?: boolean;
 }
 
-export interface LoadResult {
-  reqs: number;
-  /** Peak resident set size of the process running the load, since it started (KB). */
-  maxRssKb?: number;
-  /** Epoch ms of the first arrival slot and wall time of the run (ms). */
-  startedAt: number;
-  wallMs: number;
-  counters: PatternCounters;
-  /** Per request (perRequest): arrival, epoch ms, and latency, ms. */
-  arrivals?: number[];
-  latencies?: number[];
-  /** Per loader call started during the run (cfg.recordLoads): key and epoch ms. */
-  loads: [string, number][];
-  /** Calls that rejected (a failing loader). */
-  callerErrors: number;
-  /** Ids of the BackendErrors that reached at least one caller. */
-  errorIdsSeen: number[];
-  /** Ids of the BackendErrors thrown during the run: first..last (inclusive), none if first > last. */
-  errorIds: [number, number];
-  /** Fill notifications the store received during the run; null when the library has no counter. */
-  notifications: number | null;
-  /** CPU time (user + system, ms) of the process during the run, load generator included. */
-  cpuMs: number;
-  /**
-   * With classify: latency (ms) of every hit served by the in-process tier (library L1 or
-   * bento-like's), and of every other hit (a store read, or a join of a flight that read it);
-   * calls that ran the loader, calls that waited for another holder's lock (its load), and calls
-   * that joined a flight that did either.
-   */
-  l1HitLatencies?: number[];
-  storeHitLatencies?: number[];
-  ranLoad?: number;
-  joinedLoad?: number;
-  waitedLock?: number;
+export type LoadResult = Awaited<ReturnType<typeof runLoad>>;
+
+/** `rate` req/s for `durationMs` over keys `${keyPrefix}${rank}`, Zipf `zipf` (0: uniform). */
+export function poissonJob(
+  pattern: PatternName,
+  keyPrefix: string,
+  keys: number,
+  rate: number,
+  durationMs: number,
+  zipf = 0,
+): LoadJob {
+  return { pattern, keyPrefix, keys, zipf, mode: 'poisson', rate, durationMs };
 }
 
-const epochNow = () => performance.timeOrigin + performance.now();
-
 /** Runs one job against `app`. `events` (local runs only) fire at their time in the drive. */
-export async function runLoad(
-  app: BenchApp,
-  job: LoadJob,
-  events: DriveEvent[] = [],
-): Promise<LoadResult> {
+export async function runLoad(app: BenchApp, job: LoadJob, events: DriveEvent[] = []) {
   const call = app.caller(job.pattern);
   const keyOf = (rank: number) => `${job.keyPrefix}${rank}`;
   if (job.startAt !== undefined) {
@@ -162,39 +132,40 @@ export async function runLoad(
   const n0 = app.notificationsReceived();
   const cpu0 = process.cpuUsage();
   const log0 = app.backend.log.length;
-  const fail0 = app.backend.failures;
   const seen = new Set<number>();
   let callerErrors = 0;
   const startedAt = epochNow();
-  let reqs: number;
+  let reqs = job.keys;
   let wallMs: number;
-  let arrivals: number[] | undefined;
-  let latencies: number[] | undefined;
-  let classifiedOut: Pick<
-    LoadResult,
-    'l1HitLatencies' | 'storeHitLatencies' | 'ranLoad' | 'joinedLoad' | 'waitedLock'
-  > = {};
+  /**
+   * perRequest: every request's arrival (epoch ms) and latency (ms). classify: latency of every
+   * hit served by the in-process tier (library L1 or bento-like's), and of every other hit (a
+   * store read, or a join of a flight that read it); calls that ran the loader, that waited for
+   * another holder's lock (its load), and that joined a flight that did either.
+   */
+  let extra: {
+    arrivals?: number[];
+    latencies?: number[];
+    l1HitLatencies?: number[];
+    storeHitLatencies?: number[];
+    ranLoad?: number;
+    joinedLoad?: number;
+    waitedLock?: number;
+  } = {};
   const onError = (err: unknown) => {
     callerErrors++;
     if (err instanceof BackendError) seen.add(err.id);
   };
   if (job.mode === 'sweep' && job.spreadMs) {
-    reqs = job.keys;
     const times = Array.from({ length: reqs }, (_, i) => (i * job.spreadMs!) / reqs);
     wallMs = await drive(times, (i) => call(keyOf(i)).then(() => undefined, onError), events);
   } else if (job.mode === 'sweep') {
-    reqs = job.keys;
-    const conc = Math.max(1, job.concurrency ?? 50);
     let next = 0;
     const t0 = performance.now();
-    await Promise.all(
-      Array.from({ length: Math.min(conc, reqs) }, async () => {
-        while (next < reqs) {
-          const rank = next++;
-          await call(keyOf(rank)).catch(onError);
-        }
-      }),
-    );
+    const worker = async () => {
+      while (next < reqs) await call(keyOf(next++)).catch(onError);
+    };
+    await Promise.all(Array.from({ length: Math.min(job.concurrency ?? 50, reqs) }, worker));
     wallMs = performance.now() - t0;
   } else {
     const times = poissonArrivals(job.rate ?? 1000, job.durationMs ?? 1000);
@@ -206,9 +177,7 @@ export async function runLoad(
     if (job.classify) app.watchLockWaits();
     const l1Hits: number[] = [];
     const storeHits: number[] = [];
-    let ranLoad = 0;
-    let joinedLoad = 0;
-    let waitedLock = 0;
+    const counts = { ranLoad: 0, joinedLoad: 0, waitedLock: 0 };
     /** Per key, the record of the call that leads the single-flight in progress here. */
     const leaders = new Map<string, CallRecord>();
     const plain = (i: number) => {
@@ -224,7 +193,7 @@ export async function runLoad(
     // The library counts a join and an L1 hit before the call's first await, so reading its
     // live counters around the synchronous start of the call tells which of them it was. A call
     // that starts a flight leads it; a joiner waited for what its leader waited for.
-    const classified = (i: number) => {
+    const classify = (i: number) => {
       const record: CallRecord = {};
       const key = keyOf(ranks[i]);
       const joins0 = live?.joins ?? 0;
@@ -242,10 +211,10 @@ export async function runLoad(
       return pending.then(
         () => {
           const l = settle();
-          if (record.loadEnd !== undefined) ranLoad++;
-          else if (record.lockWait) waitedLock++;
+          if (record.loadEnd !== undefined) counts.ranLoad++;
+          else if (record.lockWait) counts.waitedLock++;
           else if (didJoin && (!leader || leader.loadEnd !== undefined || leader.lockWait))
-            joinedLoad++;
+            counts.joinedLoad++;
           else (fromL1 ? l1Hits : storeHits).push(l);
         },
         (err: unknown) => {
@@ -259,40 +228,34 @@ export async function runLoad(
     // starts, so a hit's latency is its own and not the synchronous work of the other arrivals
     // of the same timer tick.
     const own = (i: number) =>
-      new Promise<void>((resolve) => setImmediate(() => resolve(classified(i))));
+      new Promise<void>((resolve) => setImmediate(() => resolve(classify(i))));
     wallMs = await drive(times, job.classify ? own : plain, events);
-    if (job.classify) {
-      classifiedOut = {
-        l1HitLatencies: l1Hits,
-        storeHitLatencies: storeHits,
-        ranLoad,
-        joinedLoad,
-        waitedLock,
-      };
-    }
-    if (job.perRequest) {
-      arrivals = times.map((t) => startedAt + t);
-      latencies = lat;
-    }
+    if (job.classify) extra = { l1HitLatencies: l1Hits, storeHitLatencies: storeHits, ...counts };
+    if (job.perRequest)
+      extra = { ...extra, arrivals: times.map((t) => startedAt + t), latencies: lat };
   }
   const n1 = app.notificationsReceived();
   const cpu = process.cpuUsage(cpu0);
-  const base = performance.timeOrigin;
   return {
     reqs,
+    /** Peak resident set size of the process running the load, since it started (KB). */
     maxRssKb: process.resourceUsage().maxRSS,
+    /** Epoch ms of the first arrival slot. */
     startedAt,
     wallMs,
     counters: diffCounters(app.counters(job.pattern), c0),
-    arrivals,
-    latencies,
-    loads: app.backend.log.slice(log0).map((r) => [r.key, base + r.at]),
+    /** Per loader call started during the run (cfg.recordLoads): key and epoch ms. */
+    loads: app.backend.log
+      .slice(log0)
+      .map((r): [string, number] => [r.key, performance.timeOrigin + r.at]),
+    /** Calls that rejected (a failing loader), and the ids of the BackendErrors they saw. */
     callerErrors,
     errorIdsSeen: [...seen],
-    errorIds: [fail0 + 1, app.backend.failures],
+    /** Fill notifications the store received during the run (null: the library has no counter). */
     notifications: n0 === undefined || n1 === undefined ? null : n1 - n0,
+    /** CPU time (user + system, ms) of the process during the run, load generator included. */
     cpuMs: (cpu.user + cpu.system) / 1000,
-    ...classifiedOut,
+    ...extra,
   };
 }
 
@@ -302,11 +265,7 @@ export async function runLoad(
  */
 export function doubleRefreshes(loads: [string, number][], gapMs: number): number {
   const byKey = new Map<string, number[]>();
-  for (const [key, at] of loads) {
-    let list = byKey.get(key);
-    if (!list) byKey.set(key, (list = []));
-    list.push(at);
-  }
+  for (const [key, at] of loads) (byKey.get(key) ?? byKey.set(key, []).get(key)!).push(at);
   let doubles = 0;
   for (const list of byKey.values()) {
     list.sort((a, b) => a - b);
@@ -315,37 +274,24 @@ export function doubleRefreshes(loads: [string, number][], gapMs: number): numbe
   return doubles;
 }
 
-/** What `warmAndMeasure` found: the measured run of every instance, with the commands it cost. */
-export interface MeasuredLoad {
-  results: LoadResult[];
-  commands: CommandCounts;
-  cmds: number;
-  counters: PatternCounters;
-  reqs: number;
-  loads: [string, number][];
-  /** Loader calls per key during the measured run. */
-  perKey: Map<string, number>;
-}
-
 /**
  * Runs `job` on every instance for its `durationMs` (warm-up), then again for `durationMs`
  * with `measured` options, counting the Redis commands of the second run only.
  */
 export async function warmAndMeasure(
-  /** Anything that runs a load job (a local or a forked instance). */
   instances: { load(job: LoadJob): Promise<LoadResult> }[],
   redis: Pick<PrivateRedis, 'commandCounts'>,
   job: LoadJob,
   durationMs: number,
   measured: Partial<LoadJob>,
-): Promise<MeasuredLoad> {
+) {
   await Promise.all(instances.map((i) => i.load({ ...job, startAt: Date.now() + 50 })));
   const before = await redis.commandCounts();
   const startAt = Date.now() + 50;
   const results = await Promise.all(
     instances.map((i) => i.load({ ...job, durationMs, startAt, ...measured })),
   );
-  const commands = commandDelta(await redis.commandCounts(), before);
+  const commands: CommandCounts = commandDelta(await redis.commandCounts(), before);
   const loads = results.flatMap((r) => r.loads);
   const perKey = new Map<string, number>();
   for (const [key] of loads) perKey.set(key, (perKey.get(key) ?? 0) + 1);
@@ -356,6 +302,7 @@ export async function warmAndMeasure(
     counters: sumCounters(results.map((r) => r.counters)),
     reqs: results.reduce((a, r) => a + r.reqs, 0),
     loads,
+    /** Loader calls per key during the measured run. */
     perKey,
   };
 }

@@ -1,5 +1,5 @@
 /*
- * npm run bench:stampede -- [options]   (--help lists them, generated from SPEC below)
+ * npm run bench:stampede -- [options]   (--help lists them, generated from DEFAULT_OPTIONS)
  *
  * Needs REDIS_URL (the npm script sets it through scripts/with-redis.js); late-lock, stall,
  * hotset, fanout, the tiers scenarios and otel also start a private redis-server (redis-server on
@@ -18,119 +18,51 @@ import {
 } from './options';
 import { runStampedeBench } from './stampede-bench';
 
-const NUMBER_FLAGS: Record<string, keyof BenchOptions> = {
-  '--instances': 'instances',
-  '--rounds': 'rounds',
-  '--warmup': 'warmup',
-  '--ttl': 'ttlMs',
-  '--backend': 'backendMs',
-  '--lock-ttl': 'lockTtlMs',
-  '--poll': 'pollMs',
-  '--beta': 'beta',
-  '--multi-instances': 'multiInstances',
-  '--rate': 'rate',
-  '--duration': 'durationMs',
-  '--steady-ttl': 'steadyTtlMs',
-  '--snow-keys': 'snowKeys',
-  '--snow-rate': 'snowRate',
-  '--snow-duration': 'snowDurationMs',
-  '--snow-ttl': 'snowTtlMs',
-  '--jitter': 'jitter',
-  '--window': 'windowMs',
-  '--op-timeout': 'operationTimeoutMs',
-  '--cooldown': 'cooldownMs',
-  '--late-pause': 'latePauseMs',
-  '--stall-rate': 'stallRate',
-  '--stall-keys': 'stallKeys',
-  '--stall-ttl': 'stallTtlMs',
-  '--stall-duration': 'stallDurationMs',
-  '--stall-warmup': 'stallWarmupMs',
-  '--stall-pause': 'stallPauseMs',
-  '--hotset-keys': 'hotsetKeys',
-  '--hotset-zipf': 'hotsetZipf',
-  '--hotset-rate': 'hotsetRate',
-  '--hotset-ttl': 'hotsetTtlMs',
-  '--hotset-backend': 'hotsetBackendMs',
-  '--hotset-duration': 'hotsetDurationMs',
-  '--hotset-warmup': 'hotsetWarmupMs',
-  '--hotset-probe-keys': 'hotsetProbeKeys',
-  '--hotset-hot-keys': 'hotsetHotKeys',
-  '--hotset-instances': 'hotsetInstances',
-  '--fanout-instances': 'fanoutInstances',
-  '--fanout-keys': 'fanoutKeys',
-  '--fanout-zipf': 'fanoutZipf',
-  '--fanout-rate': 'fanoutRate',
-  '--fanout-ttl': 'fanoutTtlMs',
-  '--fanout-backend': 'fanoutBackendMs',
-  '--fanout-duration': 'fanoutDurationMs',
-  '--fanout-warmup': 'fanoutWarmupMs',
-  '--warn-rate': 'warnRate',
-  '--warn-keys': 'warnKeys',
-  '--warn-ttl': 'warnTtlMs',
-  '--warn-fail': 'warnFailRate',
-  '--warn-duration': 'warnDurationMs',
-  '--l1-hotset-instances': 'l1HotsetInstances',
-  '--l1-hotset-keys': 'l1HotsetKeys',
-  '--l1-hotset-zipf': 'l1HotsetZipf',
-  '--l1-hotset-rate': 'l1HotsetRate',
-  '--l1-hotset-ttl': 'l1HotsetTtlMs',
-  '--l1-hotset-backend': 'l1HotsetBackendMs',
-  '--l1-hotset-duration': 'l1HotsetDurationMs',
-  '--l1-hotset-warmup': 'l1HotsetWarmupMs',
-  '--l1-hotset-probe-keys': 'l1HotsetProbeKeys',
-  '--l1-hotset-hot-keys': 'l1HotsetHotKeys',
-  '--grace': 'graceMs',
-  '--grace-backoff': 'graceBackoffMs',
-  '--grace-keys': 'graceKeys',
-  '--grace-rate': 'graceRate',
-  '--grace-ttl': 'graceTtlMs',
-  '--grace-fail': 'graceFailRate',
-  '--grace-duration': 'graceDurationMs',
-  '--l1-stall-keys': 'l1StallKeys',
-  '--l1-stall-rate': 'l1StallRate',
-  '--l1-stall-ttl': 'l1StallTtlMs',
-  '--l1-stall-duration': 'l1StallDurationMs',
-  '--l1-stall-pause': 'l1StallPauseMs',
-  '--otel-keys': 'otelKeys',
-  '--otel-zipf': 'otelZipf',
-  '--otel-concurrency': 'otelConcurrency',
-  '--otel-warmup': 'otelWarmupMs',
-  '--otel-duration': 'otelDurationMs',
-  '--otel-rounds': 'otelRounds',
-  '--otel-slice': 'otelSliceMs',
-  '--batch-rounds': 'batchRounds',
+type Key = keyof typeof DEFAULT_OPTIONS;
+const SPECIAL: Key[] = ['scenario', 'cpuBurn', 'stallMode', 'otelVariants', 'otelTiers'];
+const RENAMED: Partial<Record<Key, string>> = {
+  operationTimeoutMs: 'op-timeout',
+  warnFailRate: 'warn-fail',
+  graceFailRate: 'grace-fail',
+  cliffPatterns: 'patterns',
+  otelVariants: 'otel',
 };
-const LIST_FLAGS: Record<string, keyof BenchOptions> = {
-  '--concurrency': 'concurrency',
-  '--multi-concurrency': 'multiConcurrency',
-};
-const PATTERN_FLAGS: Record<string, keyof BenchOptions> = {
-  '--patterns': 'cliffPatterns',
-  '--steady-patterns': 'steadyPatterns',
-  '--late-patterns': 'latePatterns',
-  '--stall-patterns': 'stallPatterns',
-  '--hotset-patterns': 'hotsetPatterns',
-  '--fanout-patterns': 'fanoutPatterns',
-  '--warn-patterns': 'warnPatterns',
-  '--grace-patterns': 'gracePatterns',
-};
-/** Lists of variants: a pattern, or pattern+l1 (its app's StampedeModule gets l1: true). */
-const VARIANT_FLAGS: Record<string, keyof BenchOptions> = {
-  '--l1-hotset-variants': 'l1HotsetVariants',
-  '--l1-stall-variants': 'l1StallVariants',
-};
+/** `snowDurationMs` -> `snow-duration`, `l1HotsetKeys` -> `l1-hotset-keys`. */
+const flagOf = (key: Key) =>
+  RENAMED[key] ?? key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`).replace(/-ms$/, '');
 
-const shown = (key: keyof BenchOptions): string => {
-  const v = DEFAULT_OPTIONS[key as Exclude<keyof BenchOptions, 'redisUrl'>];
+type Kind = 'number' | 'list' | 'pattern' | 'variant';
+const kindOf = (key: Key): Kind | undefined => {
+  const v = DEFAULT_OPTIONS[key];
+  if (SPECIAL.includes(key)) return undefined;
+  if (key.endsWith('Patterns')) return 'pattern';
+  if (key.endsWith('Variants')) return 'variant';
+  return Array.isArray(v) ? 'list' : 'number';
+};
+const KEYS = Object.keys(DEFAULT_OPTIONS) as Key[];
+/** The generated flags by kind, in that order: numbers, lists, patterns, variants. */
+const GENERATED = (['number', 'list', 'pattern', 'variant'] as Kind[]).flatMap((kind) =>
+  KEYS.filter((k) => kindOf(k) === kind).map((key) => ({ key, kind, flag: flagOf(key) })),
+);
+
+const shown = (key: Key): string => {
+  const v = DEFAULT_OPTIONS[key];
   return ` (default ${Array.isArray(v) ? v.join(',') : String(v)})`;
 };
-const help = (key: keyof BenchOptions) => `${key}${shown(key)}`;
-const entries = (
-  flags: Record<string, keyof BenchOptions>,
-  spec: (key: keyof BenchOptions) => OptionSpec,
-) => Object.entries(flags).map(([flag, key]) => [flag.slice(2), spec(key)] as const);
+const help = (key: Key) => `${key}${shown(key)}`;
+const specOf = (key: Key, kind: Kind): OptionSpec =>
+  kind === 'number'
+    ? { type: 'number', min: 0, help: help(key) }
+    : kind === 'list'
+      ? { type: 'list', help: `${help(key)}; positive integers` }
+      : kind === 'pattern'
+        ? { type: 'list', choices: ALL_PATTERNS, help: help(key) }
+        : {
+            type: 'list',
+            help: `${help(key)}; a pattern, or pattern+l1 (its app's StampedeModule gets l1: true)`,
+          };
 
-/** Every flag, generated from the tables above; the help names the option each one sets. */
+/** Every flag; the help names the option each one sets. */
 const SPEC: Record<string, OptionSpec> = {
   scenario: {
     type: 'list',
@@ -150,15 +82,7 @@ const SPEC: Record<string, OptionSpec> = {
     help: `each against telemetry off, side by side in one process (alone: implies --scenario otel)${shown('otelVariants')}`,
   },
   'otel-tiers': { type: 'list', choices: OTEL_TIERS, help: help('otelTiers') },
-  ...Object.fromEntries([
-    ...entries(NUMBER_FLAGS, (key) => ({ type: 'number', min: 0, help: help(key) })),
-    ...entries(LIST_FLAGS, (key) => ({ type: 'list', help: `${help(key)}; positive integers` })),
-    ...entries(PATTERN_FLAGS, (key) => ({ type: 'list', choices: ALL_PATTERNS, help: help(key) })),
-    ...entries(VARIANT_FLAGS, (key) => ({
-      type: 'list',
-      help: `${help(key)}; a pattern, or pattern+l1 (its app's StampedeModule gets l1: true)`,
-    })),
-  ]),
+  ...Object.fromEntries(GENERATED.map(({ key, kind, flag }) => [flag, specOf(key, kind)])),
   json: { type: 'string', placeholder: '<file>', help: 'also write every number as JSON' },
 };
 
@@ -185,13 +109,6 @@ function withCpuBurnCount(argv: string[]): string[] {
 export function parseArgs(argv: string[]): { options: Partial<BenchOptions>; json?: string } {
   const v = parseOptions(SPEC, withCpuBurnCount(argv)) as Record<string, unknown>;
   const options: Record<string, unknown> = {};
-  const set = (
-    flags: Record<string, keyof BenchOptions>,
-    f: (x: unknown, flag: string) => unknown,
-  ) => {
-    for (const [flag, key] of Object.entries(flags))
-      if (v[flag.slice(2)] !== undefined) options[key] = f(v[flag.slice(2)], flag);
-  };
   if (v.scenario !== undefined) options.scenario = (v.scenario as string[]).join(',');
   if (v['cpu-burn'] !== undefined) options.cpuBurn = v['cpu-burn'];
   if (v.otel !== undefined) options.otelVariants = v.otel;
@@ -201,32 +118,30 @@ export function parseArgs(argv: string[]): { options: Partial<BenchOptions>; jso
     if (mode !== 'ALL' && mode !== 'WRITE') throw new UsageError('--stall-mode is ALL or WRITE');
     options.stallMode = mode;
   }
-  set(NUMBER_FLAGS, (x) => x);
-  set(LIST_FLAGS, (x, flag) => {
-    const list = (x as string[]).map(Number);
-    if (list.some((n) => !Number.isInteger(n) || n <= 0))
-      throw new UsageError(`${flag} needs positive integers, comma-separated`);
-    return list;
-  });
-  set(PATTERN_FLAGS, (x) => x);
-  set(VARIANT_FLAGS, (x, flag) =>
-    (x as string[]).map((name) => {
-      try {
-        return parseVariant(name).name;
-      } catch (err) {
-        throw new UsageError(`${flag}: ${(err as Error).message}`);
-      }
-    }),
-  );
-  if (options.otelVariants !== undefined && options.scenario === undefined) {
-    options.scenario = 'otel';
+  for (const { key, kind, flag } of GENERATED) {
+    const x = v[flag];
+    if (x === undefined) continue;
+    if (kind === 'list') {
+      const list = (x as string[]).map(Number);
+      if (list.some((n) => !Number.isInteger(n) || n <= 0))
+        throw new UsageError(`--${flag} needs positive integers, comma-separated`);
+      options[key] = list;
+    } else if (kind === 'variant') {
+      options[key] = (x as string[]).map((name) => {
+        try {
+          return parseVariant(name).name;
+        } catch (err) {
+          throw new UsageError(`--${flag}: ${(err as Error).message}`);
+        }
+      });
+    } else options[key] = x;
   }
+  if (options.otelVariants !== undefined && options.scenario === undefined)
+    options.scenario = 'otel';
   if (options.instances !== undefined) {
-    if (options.scenario === undefined) options.scenario = 'cliff';
-    if (options.scenario === 'hotset' && options.hotsetInstances === undefined)
-      options.hotsetInstances = options.instances;
-    if (options.scenario === 'l1-hotset' && options.l1HotsetInstances === undefined)
-      options.l1HotsetInstances = options.instances;
+    options.scenario ??= 'cliff';
+    if (options.scenario === 'hotset') options.hotsetInstances ??= options.instances;
+    if (options.scenario === 'l1-hotset') options.l1HotsetInstances ??= options.instances;
   }
   return { options: options as Partial<BenchOptions>, json: v.json as string | undefined };
 }

@@ -1,17 +1,16 @@
 /*
  * One round of the otel scenario (otel.ts), in a process of its own. For each variant (a
- * phase), two apps run side by side in this process on the same hot set: one with
- * `telemetry: { metrics: false, tracing: false }` (the baseline, "off") and one with the
- * defaults ("on"). They take turns in short slices (off, on, on, off, ...), so both see the same
- * machine: on a busy machine, throughput drifts far more between runs than between two
- * neighbouring slices. Config comes in OTEL_BENCH; the answer is one IPC message.
+ * phase), two apps run side by side on the same hot set: one with `telemetry: { metrics: false,
+ * tracing: false }` ("off") and one with the defaults ("on"). They take turns in short slices
+ * (off, on, on, off, ...): on a busy machine, throughput drifts far more between runs than
+ * between two neighbouring slices. Config comes in OTEL_BENCH; the answer is one IPC message.
  *
- * Variants (what is registered while the two apps run): api = nothing (@opentelemetry/api is
- * installed: its no-op meter and tracer); sdk = a MeterProvider read by a Prometheus exporter
- * (no server; collected once at the end of the phase) and a tracer provider (every span
- * sampled) whose batch processor hands spans to an exporter that drops them; sdk-sampled = sdk
- * with a ParentBased(TraceIdRatio 0.1) sampler; sdk-metrics = the MeterProvider alone; sdk-als =
- * sdk plus the AsyncLocalStorage context manager that NodeSDK registers.
+ * Variants (what is registered while the two apps run): api = nothing (@opentelemetry/api's
+ * no-op meter and tracer); sdk = a MeterProvider read by a Prometheus exporter (no server;
+ * collected once at the end of the phase) and a tracer provider (every span sampled) whose batch
+ * processor hands spans to an exporter that drops them; sdk-sampled = sdk with a
+ * ParentBased(TraceIdRatio 0.1) sampler; sdk-metrics = the MeterProvider alone; sdk-als = sdk
+ * plus the AsyncLocalStorage context manager that NodeSDK registers.
  */
 import 'reflect-metadata';
 import { performance } from 'node:perf_hooks';
@@ -58,22 +57,11 @@ export interface OtelWorkerConfig {
   sliceMs: number;
 }
 
-export interface Measured {
-  calls: number;
-  ms: number;
-  /** CPU time of this process during the app's slices, per call, in us (user + system). */
-  cpuUs: number;
-}
-
-export interface OtelWorkerResult {
-  variant: OtelVariant;
-  tier: OtelTier;
-  off: Measured;
-  on: Measured;
-}
+/** Calls, ms, and CPU time of this process during the app's slices per call (us). */
+type Measured = { calls: number; ms: number; cpuUs: number };
 
 export interface OtelWorkerReply {
-  results: OtelWorkerResult[];
+  results: { variant: OtelVariant; tier: OtelTier; off: Measured; on: Measured }[];
   /** sdk variants: the one Prometheus collection at the end of the phase. */
   prometheus?: { bytes: number; series: number; collectMs: number };
 }
@@ -104,7 +92,7 @@ async function slice(
   next: () => number,
   concurrency: number,
   ms: number,
-  into: { calls: number; ms: number; cpuUs: number },
+  into: Measured,
 ): Promise<void> {
   let calls = 0;
   const cpu = process.cpuUsage();
@@ -181,11 +169,8 @@ async function main(): Promise<void> {
         }
       }
       const next = zipfSampler(cfg.keys, cfg.zipf);
-      const scratch = { calls: 0, ms: 0, cpuUs: 0 };
-      const measured = [
-        { calls: 0, ms: 0, cpuUs: 0 },
-        { calls: 0, ms: 0, cpuUs: 0 },
-      ];
+      const zero = (): Measured => ({ calls: 0, ms: 0, cpuUs: 0 });
+      const [scratch, measured] = [zero(), [zero(), zero()]];
       const turns = (total: number) => Math.max(1, Math.round(total / cfg.sliceMs));
       for (let t = 0; t < turns(cfg.warmupMs); t++) {
         for (const { hot } of apps)

@@ -8,14 +8,16 @@
  *
  * A variant is a bench pattern, `+l1` giving its StampedeModule `l1: true`. Redis is a private
  * redis-server of the run. Prints one row per variant and duration: requests served, peak RSS
- * of the instance (from process.resourceUsage().maxRSS) and its ratio to the last variant's
+ * of the instance (process.resourceUsage().maxRSS) and its ratio to the last variant's
  * (`bento-like`, a plain L1 + L2 cache-aside without the library, by default).
  */
 import { parseArgs } from 'node:util';
 import { renderTable } from '../shared/table';
-import type { PatternName } from './patterns';
-import { ForkedInstance } from './instances';
+import { columns } from '../shared/columns';
 import { PrivateRedis } from '../shared/private-redis';
+import { ForkedInstance } from './instances';
+import { poissonJob } from './load';
+import { parseVariant } from './options';
 
 const { values } = parseArgs({
   options: {
@@ -28,29 +30,25 @@ const { values } = parseArgs({
   },
 });
 
-interface Row {
-  variant: string;
-  duration_s: number;
-  reqs: number;
-  peak_rss_mb: number;
-  ratio: number;
-}
-
 async function main(): Promise<void> {
-  const durations = values.durations!.split(',').map(Number);
-  const variants = values.variants!.split(',');
+  const variants = values.variants.split(',');
   const redis = await PrivateRedis.start();
-  const rows: Row[] = [];
+  const rows: {
+    variant: string;
+    duration_s: number;
+    reqs: number;
+    peak_rss_mb: number;
+    ratio: number;
+  }[] = [];
   console.log(
     `## rss: ${redis.describe()}; ${values.keys} keys, Zipf s=1, Poisson ${values.rate} req/s in one forked instance, ` +
       `TTL ${values.ttl} ms, backend ${values.backend} ms; a fresh instance per variant and duration`,
   );
   try {
-    for (const duration of durations) {
-      for (const variant of variants) {
-        const l1 = variant.endsWith('+l1');
-        const pattern = variant.replace(/\+l1$/, '') as PatternName;
-        const prefix = `rss:${duration}:${variant}:`;
+    for (const duration of values.durations.split(',').map(Number)) {
+      for (const name of variants) {
+        const { pattern, l1 } = parseVariant(name);
+        const prefix = `rss:${duration}:${name}:`;
         const instance = await ForkedInstance.start({
           redisUrl: redis.url,
           prefix,
@@ -63,44 +61,30 @@ async function main(): Promise<void> {
           moduleOptions: l1 ? { l1: true } : undefined,
         });
         try {
-          const result = await instance.load({
-            pattern,
-            keyPrefix: prefix,
-            keys: Number(values.keys),
-            zipf: 1,
-            mode: 'poisson',
-            rate: Number(values.rate),
-            durationMs: duration,
-          });
+          const result = await instance.load(
+            poissonJob(pattern, prefix, Number(values.keys), Number(values.rate), duration, 1),
+          );
+          const peak = result.maxRssKb / 1024;
           rows.push({
-            variant,
+            variant: name,
             duration_s: duration / 1000,
             reqs: result.reqs,
-            peak_rss_mb: (result.maxRssKb ?? NaN) / 1024,
+            peak_rss_mb: peak,
             ratio: NaN,
           });
         } finally {
           await instance.close();
         }
       }
-      const ref = rows[rows.length - 1];
-      for (const r of rows.filter((x) => x.duration_s === duration / 1000))
-        r.ratio = r.peak_rss_mb / ref.peak_rss_mb;
+      const these = rows.slice(-variants.length);
+      for (const r of these) r.ratio = r.peak_rss_mb / these[these.length - 1].peak_rss_mb;
     }
   } finally {
     await redis.stop();
   }
+  const ref = `x ${variants[variants.length - 1]}`;
   console.log(
-    renderTable(
-      [
-        { header: 'variant', value: (r: Row) => r.variant },
-        { header: 'duration_s', value: (r: Row) => r.duration_s },
-        { header: 'reqs', value: (r: Row) => r.reqs },
-        { header: 'peak_rss_mb', value: (r: Row) => r.peak_rss_mb, digits: 1 },
-        { header: `x ${variants[variants.length - 1]}`, value: (r: Row) => r.ratio, digits: 2 },
-      ],
-      rows,
-    ),
+    renderTable(columns(`variant, duration_s, reqs, peak_rss_mb:1, ${ref}=ratio:2`), rows),
   );
 }
 

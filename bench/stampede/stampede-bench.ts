@@ -2,82 +2,81 @@
  * The cache-stampede benchmark: the article's cliff experiment plus steady (Poisson) and
  * snowstorm scenarios against a real Redis, with @nest-redis-resilience/stampede; the resilience
  * scenarios (late-lock, stall, hotset, fanout, warnings) and the tiers scenarios (l1-hotset,
- * grace-failing, l1-stall) on a private redis-server; otel. One file per scenario (or two close
- * ones), each with its rows, table and targets; this file runs the chosen ones and gathers the
- * report. Entry point: main.ts.
+ * grace-failing, l1-stall) on a private redis-server; otel; batch. One file per scenario (or two
+ * close ones), each with its rows, table and targets; this file runs the chosen ones and gathers
+ * the report. Entry point: main.ts.
  */
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { collectEnvInfo, EnvInfo, formatEnvInfo, gitRevision } from '../shared/env-info';
+import { collectEnvInfo, formatEnvInfo, gitRevision } from '../shared/env-info';
 import { deleteKeys } from '../shared/redis-stats';
 import { formatTargetLine, Target } from '../shared/targets';
-import { batchLoads, BatchRow } from './batch';
-import { BenchConfig } from './patterns';
-import { cliff, CliffRow, cliffTargets } from './cliff';
-import { ScenarioContext } from './context';
+import { batchLoads } from './batch';
+import { cliffScenario, cliffTargets } from './cliff';
+import { ScenarioContext } from './scenario';
 import { CpuBurn } from './cpu-burn';
-import {
-  fanout,
-  FanoutRow,
-  fanoutTargets,
-  warnings,
-  WarningsRow,
-  warningsTargets,
-} from './fanout-warnings';
-import {
-  graceFailing,
-  graceTargets,
-  GraceRow,
-  l1Stall,
-  L1StallRow,
-  l1StallTargets,
-} from './grace-l1-stall';
-import { hotset, HotsetRow, hotsetTargets } from './hotset';
-import { idealLoadsPerRequest, l1Hotset, L1HotsetRow, l1HotsetTargets } from './l1-hotset';
-import {
-  lateLock,
-  LateLockRow,
-  lateLockTargets,
-  stall,
-  StallRow,
-  stallTargets,
-} from './late-lock-stall';
-import { BenchOptions, DEFAULT_OPTIONS, scenariosOf } from './options';
-import { otelCost, OtelRow, otelTargets } from './otel';
-import { snowstorm, SnowRow, steady, SteadyRow, steadyTargets } from './steady-snowstorm';
+import { fanout, fanoutTargets, warnings, warningsTargets } from './fanout-warnings';
+import { graceFailing, graceTargets, l1Stall, l1StallTargets } from './grace-l1-stall';
+import { hotset, hotsetTargets } from './hotset';
+import { l1Hotset, l1HotsetTargets } from './l1-hotset';
+import { lateLock, lateLockTargets, stall, stallTargets } from './late-lock-stall';
+import { BenchOptions, DEFAULT_OPTIONS, Scenario, scenariosOf } from './options';
+import { otelCost, otelTargets } from './otel';
+import { snowstorm, snowstormTargets, steady, steadyTargets } from './steady-snowstorm';
 
-export interface BenchReport {
+/** A section of the report: the scenario that fills it, how it runs, its targets. */
+function section<Row extends object>(
+  scenario: Scenario,
+  run: (ctx: ScenarioContext) => Promise<Row[]>,
+  targets?: (rows: Row[], o: BenchOptions) => Target[],
+) {
+  return {
+    scenario,
+    run,
+    targets: targets as ((rows: object[], o: BenchOptions) => Target[]) | undefined,
+  };
+}
+
+/** Batch prints its target under its table only, not in the final list. */
+const SECTIONS = {
+  cliff: section('cliff', cliffScenario, cliffTargets),
+  steady: section('steady', steady, steadyTargets),
+  snowstorm: section('snowstorm', snowstorm, snowstormTargets),
+  lateLock: section('late-lock', lateLock, lateLockTargets),
+  stall: section('stall', stall, stallTargets),
+  hotset: section('hotset', hotset, hotsetTargets),
+  fanout: section('fanout', fanout, fanoutTargets),
+  warnings: section('warnings', warnings, warningsTargets),
+  l1Hotset: section('l1-hotset', l1Hotset, l1HotsetTargets),
+  graceFailing: section('grace-failing', graceFailing, graceTargets),
+  l1Stall: section('l1-stall', l1Stall, l1StallTargets),
+  otel: section('otel', otelCost, otelTargets),
+  batch: section('batch', batchLoads),
+};
+
+/** Each section: the rows of its scenario ([] when it did not run). */
+type Sections = {
+  [K in keyof typeof SECTIONS]: Awaited<ReturnType<(typeof SECTIONS)[K]['run']>>;
+};
+
+export type BenchReport = {
   startedAt: string;
-  env: EnvInfo;
+  env: Awaited<ReturnType<typeof collectEnvInfo>>;
   /** libraryRevision(): the commit of libs/stampede measured. */
   library: string;
   /** Busy-loop processes that ran beside the benchmark (--cpu-burn). */
   cpuBurn: number;
   options: Omit<BenchOptions, 'redisUrl'>;
   prefix: string;
-  cliff: CliffRow[];
-  steady: SteadyRow[];
-  snowstorm: SnowRow[];
-  lateLock: LateLockRow[];
-  stall: StallRow[];
-  hotset: HotsetRow[];
-  fanout: FanoutRow[];
-  warnings: WarningsRow[];
-  l1Hotset: L1HotsetRow[];
-  graceFailing: GraceRow[];
-  l1Stall: L1StallRow[];
-  otel: OtelRow[];
-  batch: BatchRow[];
-  targets: Target[];
-}
+} & Sections & { targets: Target[] };
 
 /**
  * The library measured: the last commit that changed libs/stampede (the commit of main it came
  * from when merged), the checkout's HEAD, and whether libs/stampede has uncommitted changes.
  */
-export function libraryRevision(): string {
+function libraryRevision(): string {
   const root = join(__dirname, '..', '..');
   const r = spawnSync('git', ['-C', root, 'log', '-1', '--format=%h', '--', 'libs/stampede'], {
     encoding: 'utf8',
@@ -87,147 +86,80 @@ export function libraryRevision(): string {
   return `libs/stampede at ${lib} (checkout ${gitRevision(['libs/stampede'])})`;
 }
 
-export class StampedeBench {
-  private readonly prefix = `bench:stampede:${Date.now().toString(36)}:${randomBytes(3).toString('hex')}:`;
-  private readonly control: Redis;
-
-  constructor(
-    private readonly opts: BenchOptions,
-    private readonly log: (line: string) => void = (line) => process.stdout.write(`${line}\n`),
-  ) {
-    this.control = new Redis(opts.redisUrl, { maxRetriesPerRequest: 1 });
-  }
-
-  private config(ttlMs: number, extra: Partial<BenchConfig> = {}): BenchConfig {
-    const o = this.opts;
-    return {
+export async function runStampedeBench(
+  options: Partial<BenchOptions> & { redisUrl: string },
+  log: (line: string) => void = (line) => process.stdout.write(`${line}\n`),
+): Promise<BenchReport> {
+  const o: BenchOptions = { ...DEFAULT_OPTIONS, ...options };
+  const prefix = `bench:stampede:${Date.now().toString(36)}:${randomBytes(3).toString('hex')}:`;
+  const control = new Redis(o.redisUrl, { maxRetriesPerRequest: 1 });
+  const { redisUrl: _url, ...rest } = o;
+  const scenarios = scenariosOf(o.scenario);
+  const entries = Object.entries(SECTIONS) as [keyof Sections, ReturnType<typeof section>][];
+  const sections = Object.fromEntries(entries.map(([k]) => [k, []])) as Record<string, object[]>;
+  const report = {
+    startedAt: new Date().toISOString(),
+    env: await collectEnvInfo(control, o.redisUrl, [
+      '@nestjs/core',
+      '@nestjs/common',
+      'ioredis',
+      'typescript',
+    ]),
+    library: libraryRevision(),
+    cpuBurn: o.cpuBurn,
+    options: rest,
+    prefix,
+    ...sections,
+    targets: [] as Target[],
+  };
+  const burn = CpuBurn.start(o.cpuBurn);
+  log(formatEnvInfo(report.env));
+  log(`${report.library}; scenarios ${scenarios.join(', ')}; ${burn.describe()}`);
+  log(
+    `key prefix ${prefix} (deleted at the end); INFO commandstats is server-wide: run on an otherwise idle Redis`,
+  );
+  const ctx: ScenarioContext = {
+    opts: o,
+    log,
+    prefix,
+    control,
+    config: (ttlMs, extra = {}, redis) => ({
       redisUrl: o.redisUrl,
-      prefix: this.prefix,
+      prefix,
       ttlMs,
       backendMs: o.backendMs,
       lockTtlMs: o.lockTtlMs,
       pollMs: o.pollMs,
       beta: o.beta,
       jitter: o.jitter,
+      ...(redis
+        ? { redisUrl: redis.url, operationTimeout: o.operationTimeoutMs, cooldown: o.cooldownMs }
+        : {}),
       ...extra,
-    };
-  }
-
-  async run(): Promise<BenchReport> {
-    const o = this.opts;
-    const { redisUrl: _url, ...options } = o;
-    const scenarios = scenariosOf(o.scenario);
-    const report: BenchReport = {
-      startedAt: new Date().toISOString(),
-      env: await collectEnvInfo(this.control, o.redisUrl, [
-        '@nestjs/core',
-        '@nestjs/common',
-        'ioredis',
-        'typescript',
-      ]),
-      library: libraryRevision(),
-      cpuBurn: o.cpuBurn,
-      options,
-      prefix: this.prefix,
-      cliff: [],
-      steady: [],
-      snowstorm: [],
-      lateLock: [],
-      stall: [],
-      hotset: [],
-      fanout: [],
-      warnings: [],
-      l1Hotset: [],
-      graceFailing: [],
-      l1Stall: [],
-      otel: [],
-      batch: [],
-      targets: [],
-    };
-    const burn = CpuBurn.start(o.cpuBurn);
-    this.log(formatEnvInfo(report.env));
-    this.log(`${report.library}; scenarios ${scenarios.join(', ')}; ${burn.describe()}`);
-    this.log(
-      `key prefix ${this.prefix} (deleted at the end); INFO commandstats is server-wide: run on an otherwise idle Redis`,
-    );
-    const ctx: ScenarioContext = {
-      opts: o,
-      log: this.log,
-      prefix: this.prefix,
-      control: this.control,
-      config: (ttl, extra) => this.config(ttl, extra),
-    };
-    try {
-      if (scenarios.includes('cliff')) {
-        const k = o.scenario === 'cliff' ? o.instances : 1;
-        report.cliff.push(...(await cliff(ctx, k, o.concurrency)));
-        if (o.scenario !== 'cliff' && o.multiInstances > 1) {
-          report.cliff.push(...(await cliff(ctx, o.multiInstances, o.multiConcurrency)));
-        }
-      }
-      if (scenarios.includes('steady')) report.steady = await steady(ctx);
-      if (scenarios.includes('snowstorm')) report.snowstorm = await snowstorm(ctx);
-      if (scenarios.includes('late-lock')) report.lateLock = await lateLock(ctx);
-      if (scenarios.includes('stall')) report.stall = await stall(ctx);
-      if (scenarios.includes('hotset')) report.hotset = await hotset(ctx);
-      if (scenarios.includes('fanout')) report.fanout = await fanout(ctx);
-      if (scenarios.includes('warnings')) report.warnings = await warnings(ctx);
-      if (scenarios.includes('l1-hotset')) report.l1Hotset = await l1Hotset(ctx);
-      if (scenarios.includes('grace-failing')) report.graceFailing = await graceFailing(ctx);
-      if (scenarios.includes('l1-stall')) report.l1Stall = await l1Stall(ctx);
-      if (scenarios.includes('otel')) report.otel = await otelCost(ctx);
-      if (scenarios.includes('batch')) report.batch = await batchLoads(ctx);
-      report.targets = evaluateTargets(report);
-      if (report.targets.length) this.log(`\n${formatTargets(report.targets)}`);
-    } finally {
-      await burn.stop();
-      await this.cleanup();
+    }),
+  };
+  try {
+    for (const name of scenarios) {
+      const [section, s] = entries.find(([, x]) => x.scenario === name)!;
+      const rows = await s.run(ctx);
+      sections[section] = rows;
+      report.targets.push(...(s.targets?.(rows, o) ?? []));
     }
-    return report;
-  }
-
-  /** Deletes this run's keys only, then closes the connection. */
-  private async cleanup(): Promise<void> {
+    Object.assign(report, sections);
+    if (report.targets.length)
+      log(
+        [
+          '\n## targets (what the library must reach; resilience and tiers scenarios)',
+          ...report.targets.map(formatTargetLine),
+        ].join('\n'),
+      );
+  } finally {
+    await burn.stop();
     try {
-      await deleteKeys(this.control, this.prefix);
+      await deleteKeys(control, prefix); // this run's keys only
     } finally {
-      await this.control.quit();
+      await control.quit();
     }
   }
-}
-
-/** The issue's "What the library must reach" and each scenario's targets, from this run's rows. */
-export function evaluateTargets(report: BenchReport): Target[] {
-  const o = report.options as BenchOptions;
-  const ideal = report.l1Hotset.length
-    ? idealLoadsPerRequest(o.l1HotsetKeys, o.l1HotsetZipf, o.l1HotsetRate, o.l1HotsetTtlMs)
-    : 0;
-  return [
-    ...cliffTargets(report.cliff, o.rounds),
-    ...steadyTargets(report.steady, report.snowstorm, report.cpuBurn),
-    ...lateLockTargets(report.lateLock, o),
-    ...stallTargets(report.stall, o),
-    ...hotsetTargets(report.hotset),
-    ...fanoutTargets(report.fanout),
-    ...warningsTargets(report.warnings),
-    ...l1HotsetTargets(report.l1Hotset, ideal),
-    ...graceTargets(report.graceFailing),
-    ...l1StallTargets(report.l1Stall),
-    ...otelTargets(report.otel ?? []),
-  ];
-}
-
-export function formatTargets(targets: Target[]): string {
-  return [
-    '## targets (what the library must reach; resilience and tiers scenarios)',
-    ...targets.map(formatTargetLine),
-  ].join('\n');
-}
-
-export async function runStampedeBench(
-  options: Partial<BenchOptions> & { redisUrl: string },
-  log?: (line: string) => void,
-): Promise<BenchReport> {
-  const opts: BenchOptions = { ...DEFAULT_OPTIONS, ...options };
-  return new StampedeBench(opts, log).run();
+  return report as BenchReport;
 }

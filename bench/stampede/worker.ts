@@ -1,7 +1,6 @@
 /*
- * One forked instance of the benchmark app (--instances K). Config comes in BENCH_CONFIG; the
- * parent sends { type: 'round', req } and gets { type: 'round', result }, { type: 'load', job }
- * and gets { type: 'load', result }, or { type: 'exit' }.
+ * One forked instance of the benchmark app (instances.ts). Config comes in BENCH_CONFIG; it
+ * answers a round or a load command with its result, and exits on { type: 'exit' }.
  */
 import { BenchApp } from './bench-app';
 import { BenchConfig } from './patterns';
@@ -10,13 +9,9 @@ import { runLoad } from './load';
 import { failToParent } from '../shared/child';
 
 async function main(): Promise<void> {
-  const cfg = JSON.parse(process.env.BENCH_CONFIG!) as BenchConfig;
-  const app = await BenchApp.create(cfg);
+  const app = await BenchApp.create(JSON.parse(process.env.BENCH_CONFIG!) as BenchConfig);
   process.on('message', (msg: WorkerCommand) => {
-    if (msg.type === 'exit') {
-      void app.close().then(() => process.disconnect());
-      return;
-    }
+    if (msg.type === 'exit') return void app.close().then(() => process.disconnect());
     const work =
       msg.type === 'load'
         ? runLoad(app, msg.job).then((result) => ({ type: 'load', result }))
