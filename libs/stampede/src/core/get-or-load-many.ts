@@ -248,7 +248,7 @@ export class GetOrLoadMany {
       if (step.kind === 'locked') {
         settle(
           this.s.fill
-            .run(call, step.token ?? tokens[j])
+            .run(call, tokens[j])
             .then((value) => ({ value, waited: false, loaded: true })),
         );
       } else if (step.kind === 'hit') {

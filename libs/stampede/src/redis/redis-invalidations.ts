@@ -3,7 +3,6 @@ import type { InvalidationMessage, InvalidationMode, TagState } from '../core/st
 import type { StampedeKeys } from './keys';
 import type { RedisBus } from './redis-bus';
 import type { RedisClient } from './redis-connection';
-import { decodeStored } from './value-lock';
 import {
   INVALIDATE,
   REPLACE,
@@ -42,12 +41,17 @@ export class RedisInvalidations {
     this.scripts = client as ScriptClient;
   }
 
-  /** DEL (of a value, not of a lock mark) and PUBLISH in one script. */
+  /** DEL and PUBLISH in one script. */
   async invalidate(key: string): Promise<void> {
     const message: InvalidationMessage = { keys: [key] };
     await this.call(
       () =>
-        this.scripts[INVALIDATE.name](this.keys.value(key), this.keys.bus, this.bus.text(message)),
+        this.scripts[INVALIDATE.name](
+          this.keys.value(key),
+          this.keys.lock(key),
+          this.keys.bus,
+          this.bus.text(message),
+        ),
       () => this.bus.deliver(message),
     );
   }
@@ -77,7 +81,7 @@ export class RedisInvalidations {
     const message: InvalidationMessage = { keys: [key] };
     for (let tries = 0; tries < EXPIRE_TRIES; tries++) {
       const raw = await this.call(() => this.scripts.get(this.keys.value(key)));
-      const envelope = decodeStored(this.codec, raw);
+      const envelope = this.codec.decode(raw);
       if (!envelope?.g || raw === null) return this.invalidate(key);
       if (envelope.e <= at) return; // already stale: the other instances see it so too
       const stale = this.codec.encode({
