@@ -67,7 +67,7 @@ describe('RedisStore lock and notification (inspects Redis keys)', () => {
       kind: 'hit',
       envelope: { v: { n: 1 }, d: 12 },
     });
-    expect(await redis.pttl(`${prefix}{k2}`)).toBeGreaterThan(900);
+    expect(await redis.pttl(`${prefix}{k2}`)).toBeGreaterThan(0); // the value, with its TTL
   });
 
   it('a fill nobody waits for notifies nobody, even an instance watching that key', async () => {

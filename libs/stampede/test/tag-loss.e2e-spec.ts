@@ -84,7 +84,8 @@ describe('tag invalidation after the tag versions are lost (a redis-server of th
     ['without L1', false],
   ])('two instances %s', (_label, l1) => {
     const pair = async (keyPrefix: string) => {
-      const options = { redis: server.url, keyPrefix, l1 };
+      // A generous operation timeout: on a busy machine a slow answer must not skip an invalidation.
+      const options = { redis: server.url, keyPrefix, l1, operationTimeout: 5000 };
       const one = await start('instance one', options);
       const two = await start('instance two', options);
       backend = 'v0';
