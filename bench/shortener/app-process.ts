@@ -61,7 +61,8 @@ export class ShortenerProcess {
     child.stdout?.on('data', keep);
     child.stderr?.on('data', keep);
     const app = new ShortenerProcess(child, `http://127.0.0.1:${port}`, output);
-    const deadline = Date.now() + 30_000;
+    // Starting through register-ts transpiles every file: slow on a loaded machine.
+    const deadline = Date.now() + 120_000;
     while (Date.now() < deadline) {
       if (child.exitCode !== null) break;
       try {

@@ -1,14 +1,15 @@
 /*
  * The framework floor of the redirect benchmark: Fastify alone (no Nest), answering
  * GET /:code with the same 302 as the shortener, from an in-process map. Started by the
- * benchmark in a process of its own (PORT, HOST, and BARE_TARGETS: a JSON object code -> URL).
+ * benchmark in a process of its own (PORT, HOST, and BARE_TARGETS: a JSON object code -> URL;
+ * BARE_SERVER_OPTIONS=app for the shortener's server options instead of Fastify's defaults).
  */
 import Fastify from 'fastify';
 import { bareTargets } from './bare-targets';
 
 async function main(): Promise<void> {
-  const { port, host, targets } = bareTargets(process.env);
-  const app = Fastify();
+  const { port, host, targets, serverOptions } = bareTargets(process.env);
+  const app = Fastify(serverOptions);
   app.get('/health', async () => ({ status: 'ok' }));
   app.get<{ Params: { code: string } }>('/:code', (request, reply) => {
     const url = targets.get(request.params.code);

@@ -2,7 +2,8 @@
  * Nest's own ceiling for the redirect benchmark: a Nest app on Fastify with one controller,
  * GET /:code answering the same 302 as the shortener from an in-process map, with @Res() as
  * the shortener's route takes it; no guards, interceptors, pipes, filters, middleware or
- * metrics. Started by the benchmark in a process of its own (PORT, HOST, BARE_TARGETS).
+ * metrics. Started by the benchmark in a process of its own (PORT, HOST, BARE_TARGETS, and
+ * BARE_SERVER_OPTIONS: see bare-targets.ts).
  */
 import { Controller, Get, Module, NotFoundException, Param, Res } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -10,7 +11,7 @@ import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify
 import type { FastifyReply } from 'fastify';
 import { bareTargets } from './bare-targets';
 
-const { port, host, targets } = bareTargets(process.env);
+const { port, host, targets, serverOptions } = bareTargets(process.env);
 
 @Controller()
 class RedirectController {
@@ -31,9 +32,13 @@ class RedirectController {
 class BareModule {}
 
 async function main(): Promise<void> {
-  const app = await NestFactory.create<NestFastifyApplication>(BareModule, new FastifyAdapter(), {
-    logger: ['error', 'warn'],
-  });
+  const app = await NestFactory.create<NestFastifyApplication>(
+    BareModule,
+    new FastifyAdapter(serverOptions),
+    {
+      logger: ['error', 'warn'],
+    },
+  );
   app.enableShutdownHooks();
   await app.listen(port, host);
 }
