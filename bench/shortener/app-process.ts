@@ -48,7 +48,7 @@ export class ShortenerProcess {
     child.stdout?.on('data', keep);
     child.stderr?.on('data', keep);
     const app = new ShortenerProcess(child, `http://127.0.0.1:${port}`);
-    for (const deadline = Date.now() + 30_000; Date.now() < deadline && child.exitCode === null;) {
+    for (const deadline = Date.now() + 120_000; Date.now() < deadline && child.exitCode === null;) {
       const res = await fetch(`${app.baseUrl}/health`).catch(() => undefined); // not listening yet
       if (res?.status === 200) return app;
       await new Promise((r) => setTimeout(r, 100));

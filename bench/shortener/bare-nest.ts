@@ -2,16 +2,16 @@
  * Nest's own ceiling for the redirect benchmark: a Nest app on Fastify with one controller,
  * GET /:code answering the same 302 as the shortener from an in-process map, with @Res() as
  * the shortener's route takes it; no guards, interceptors, pipes, filters, middleware or
- * metrics. Started by the benchmark in a process of its own (PORT, HOST, BARE_TARGETS).
+ * metrics. Started by the benchmark in a process of its own (PORT, HOST, BARE_TARGETS, and
+ * BARE_SERVER_OPTIONS: see bare-targets.ts).
  */
 import { Controller, Get, Module, NotFoundException, Param, Res } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyReply } from 'fastify';
+import { bareTargets } from './bare-targets';
 
-const targets = new Map(
-  Object.entries(JSON.parse(process.env.BARE_TARGETS ?? '{}') as Record<string, string>),
-);
+const { port, host, targets, serverOptions } = bareTargets(process.env);
 
 @Controller()
 class RedirectController {
@@ -32,11 +32,15 @@ class RedirectController {
 class BareModule {}
 
 async function main(): Promise<void> {
-  const app = await NestFactory.create<NestFastifyApplication>(BareModule, new FastifyAdapter(), {
-    logger: ['error', 'warn'],
-  });
+  const app = await NestFactory.create<NestFastifyApplication>(
+    BareModule,
+    new FastifyAdapter(serverOptions),
+    {
+      logger: ['error', 'warn'],
+    },
+  );
   app.enableShutdownHooks();
-  await app.listen(Number(process.env.PORT ?? 3000), process.env.HOST ?? '127.0.0.1');
+  await app.listen(port, host);
 }
 
 main().catch((err: unknown) => {

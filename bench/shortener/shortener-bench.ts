@@ -134,14 +134,21 @@ export async function runShortenerBench(o: ShortenerBenchOptions) {
         : undefined;
       if (profile) mkdirSync(profile.dir, { recursive: true });
       log(`hit path, ${o['hit-connections']} connections:`);
-      const bare = (file: string) => (extra: Extra) =>
-        ShortenerProcess.start(
-          { BARE_TARGETS: JSON.stringify(Object.fromEntries(targets)) },
-          { entry: join(__dirname, file), ...extra },
-        );
+      const bare =
+        (file: string, env: Record<string, string> = {}) =>
+        (extra: Extra) =>
+          ShortenerProcess.start(
+            { BARE_TARGETS: JSON.stringify(Object.fromEntries(targets)), ...env },
+            { entry: join(__dirname, file), ...extra },
+          );
       const servers: HitPathServer[] = [
         { name: 'bare Fastify', start: bare('bare-fastify.ts') },
         { name: BARE_NEST, start: bare('bare-nest.ts') },
+        // The same route with the shortener's server options (timeouts, keep-alive, limits).
+        {
+          name: `${BARE_NEST}, app's options`,
+          start: bare('bare-nest.ts', { BARE_SERVER_OPTIONS: 'app' }),
+        },
         {
           name: HIT_PATH_TARGET_ROW,
           startFirst: true,
