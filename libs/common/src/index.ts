@@ -11,6 +11,7 @@ export { checkOptionNames, isPlainObject, type OptionNames, type OptionTree } fr
 export {
   checkBoolean,
   checkFunction,
+  checkGiven,
   checkNonEmptyString,
   checkNonNegative,
   checkNumberAtLeast,

@@ -1,6 +1,7 @@
 import {
   checkBoolean,
   checkFunction,
+  checkGiven,
   checkNonEmptyString,
   checkNonNegative,
   checkNumberAtLeast,
@@ -125,6 +126,17 @@ describe.each(Object.entries(checks))('%s', (_name, [check, accepted, refused]) 
 
   it.each(refused)('refuses %p, naming the option and the value', (value, message) => {
     expect(() => check(value)).toThrow(new Error(message));
+  });
+});
+
+describe('checkGiven', () => {
+  it('refuses only undefined', () => {
+    for (const value of [null, 0, '', false])
+      expect(() => checkGiven('g', value, fail)).not.toThrow();
+    expect(() => checkGiven('g', undefined, fail)).toThrow(new Error('g: must be given'));
+    expect(() => checkGiven('g', undefined, fail, (got) => `must be a name, got ${got}`)).toThrow(
+      new Error('g: must be a name, got undefined'),
+    );
   });
 });
 

@@ -15,6 +15,16 @@ export type OptionReason = string | ((got: string) => string);
  * its kind, calling `fail(option, reason)`. Numbers must be finite.
  */
 
+/** Anything but `undefined`: for an option that must be given, before the check of its kind. */
+export function checkGiven(
+  option: string,
+  value: unknown,
+  fail: OptionFail,
+  reason: OptionReason = 'must be given',
+): void {
+  if (value === undefined) refuse(option, 'undefined', fail, reason);
+}
+
 /** A finite number >= `min`. */
 export function checkNumberAtLeast(
   option: string,
