@@ -10,7 +10,7 @@ import {
   type OptionNames,
   type OptionTree,
 } from '@nest-redis-resilience/common';
-import { PartitionsOption } from '../partitions/partition-layout';
+import type { PartitionsOption } from '../partitions/partition-layout';
 import { isClusterConnection, type RedisStreamsClusterConnection } from '../redis/connection';
 
 /** The checks that the server's and the client's options share. */
