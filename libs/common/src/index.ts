@@ -8,6 +8,23 @@ export { keySlot } from './key-slot';
 export { LruCache, type LruCacheOptions } from './lru-cache';
 export { editDistance, nearestName } from './nearest-name';
 export { checkOptionNames, isPlainObject, type OptionNames, type OptionTree } from './option-names';
+export {
+  checkBoolean,
+  checkFunction,
+  checkGiven,
+  checkNonEmptyString,
+  checkNonNegative,
+  checkNumberAtLeast,
+  checkOneOf,
+  checkPlainObject,
+  checkPositiveInteger,
+  checkPositiveNumber,
+  checkRatio,
+  checkString,
+  checkWholeNumber,
+  type OptionFail,
+  type OptionReason,
+} from './option-values';
 export { type LuaScript, registerScripts, type ScriptHost } from './lua-script';
 export {
   closeRedisClient,

@@ -1,3 +1,4 @@
+import { checkPositiveNumber, checkRatio, type OptionFail } from '@nest-redis-resilience/common';
 import { Duration, toMs } from './duration';
 import { StampedeConfigError } from './errors';
 
@@ -112,11 +113,7 @@ export function resolvePolicy(
   if (options.tags !== undefined) policy.tags = checkTags(options.tags, where);
   if (options.xfetch) {
     const beta = options.xfetch === true ? DEFAULT_BETA : (options.xfetch.beta ?? DEFAULT_BETA);
-    if (typeof beta !== 'number' || !Number.isFinite(beta) || beta <= 0) {
-      throw new StampedeConfigError(
-        `${where}: XFetch beta must be a number > 0 (1 is the paper's default), got ${String(beta)}`,
-      );
-    }
+    checkPositiveNumber('XFetch beta', beta, failAt(where), BETA);
     policy.xfetch = { beta };
   }
   if (options.lock) {
@@ -124,11 +121,7 @@ export function resolvePolicy(
     const lockTtl =
       lock.ttl === undefined ? DEFAULT_LOCK_TTL : toMs(lock.ttl, `${where}: lock ttl`);
     const poll = lock.poll ?? DEFAULT_LOCK_POLL;
-    if (typeof poll !== 'number' || !Number.isFinite(poll) || poll <= 0) {
-      throw new StampedeConfigError(
-        `${where}: lock poll must be a positive number of ms, got ${String(poll)}`,
-      );
-    }
+    checkPositiveNumber('lock poll', poll, failAt(where), POLL);
     if (poll > lockTtl) {
       throw new StampedeConfigError(
         `${where}: lock poll (${poll} ms) is longer than the lock ttl (${lockTtl} ms); a waiter would sleep past the lock's expiry`,
@@ -142,11 +135,7 @@ export function resolvePolicy(
       typeof options.jitter === 'number'
         ? options.jitter
         : (options.jitter.ratio ?? DEFAULT_JITTER_RATIO);
-    if (typeof ratio !== 'number' || !(ratio >= 0 && ratio < 1)) {
-      throw new StampedeConfigError(
-        `${where}: jitter ratio must be in [0, 1), got ${String(ratio)}`,
-      );
-    }
+    checkRatio('jitter ratio', ratio, failAt(where));
     policy.jitter = { ratio };
   }
   if (
@@ -158,6 +147,16 @@ export function resolvePolicy(
     );
   }
   return policy;
+}
+
+const BETA = (got: string) => `must be a number > 0 (1 is the paper's default), got ${got}`;
+const POLL = (got: string) => `must be a positive number of ms, got ${got}`;
+
+/** The `fail` of the value checkers: `<where>: <option> <reason>`. */
+export function failAt(where: string): OptionFail {
+  return (option, reason) => {
+    throw new StampedeConfigError(`${where}: ${option} ${reason}`);
+  };
 }
 
 function resolveTimeout(

@@ -1,4 +1,5 @@
 import { RequestMethod, Type } from '@nestjs/common';
+import { checkFunction, checkOneOf, checkPlainObject } from '@nest-redis-resilience/common';
 import {
   METHOD_METADATA,
   PATH_METADATA,
@@ -8,7 +9,7 @@ import {
   SSE_METADATA,
 } from './nest-internals';
 import { StampedeConfigError, StampedeKeyError } from '../core/errors';
-import type { PolicyOptions, StampedePolicy } from '../core/policy';
+import { failAt, type PolicyOptions, type StampedePolicy } from '../core/policy';
 import { STAMPEDE_ROUTE } from './route-cache.constants';
 import { defaultRouteBase, routeKeyWith } from './route-cache.key';
 import type { CacheRouteOptions, RouteRequest } from './route-cache.options';
@@ -171,26 +172,30 @@ function pickPolicy(source: object | undefined): PolicyOptions {
 }
 
 function checkRouteOptions(options: unknown, where: string): void {
-  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw new StampedeConfigError(`${where}: options must be an object, got ${String(options)}`);
-  }
-  const unknown = Object.keys(options).filter((k) => !ROUTE_FIELDS.includes(k));
+  const fail = failAt(where);
+  checkPlainObject('options', options, fail, () => `must be an object, got ${String(options)}`);
+  const unknown = Object.keys(options as object).filter((k) => !ROUTE_FIELDS.includes(k));
   if (unknown.length > 0) {
     throw new StampedeConfigError(
       `${where}: unknown option(s) ${unknown.join(', ')}; the options are ${ROUTE_FIELDS.join(', ')}`,
     );
   }
   const { key, vary, privacy } = options as CacheRouteOptions;
-  if (privacy !== undefined && privacy !== 'public' && privacy !== 'private') {
-    throw new StampedeConfigError(
-      `${where}: privacy must be 'public' or 'private' (or left out for RFC 9111's shared-cache rules), got ${JSON.stringify(privacy)}`,
-    );
-  }
-  if (key !== undefined && typeof key !== 'function') {
-    throw new StampedeConfigError(
-      `${where}: key must be a function of the request, e.g. (req) => \`product:\${req.params.id}\`, got ${typeof key}`,
-    );
-  }
+  checkOneOf(
+    'privacy',
+    privacy,
+    ['public', 'private'],
+    fail,
+    (got) =>
+      `must be 'public' or 'private' (or left out for RFC 9111's shared-cache rules), got ${got}`,
+  );
+  checkFunction(
+    'key',
+    key,
+    fail,
+    () =>
+      `must be a function of the request, e.g. (req) => \`product:\${req.params.id}\`, got ${typeof key}`,
+  );
   if (vary !== undefined) {
     const bad =
       !Array.isArray(vary) ||

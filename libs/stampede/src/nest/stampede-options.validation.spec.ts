@@ -47,4 +47,56 @@ describe('validateStampedeOptions', () => {
     ).not.toThrow();
     expect(() => validateStampedeOptions({ memory: { maxEntries: 10 } })).not.toThrow();
   });
+
+  it.each<[string, object, string]>([
+    ['keyPrefix', { keyPrefix: 1 }, 'StampedeModule: keyPrefix must be a string'],
+    [
+      'operationTimeout',
+      { operationTimeout: 0 },
+      'StampedeModule: operationTimeout must be a positive number of ms, got 0',
+    ],
+    [
+      'connectTimeout',
+      { connectTimeout: NaN },
+      'StampedeModule: connectTimeout must be a positive number of ms, got NaN',
+    ],
+    ['cooldown', { cooldown: -1 }, 'StampedeModule: cooldown must be a number of ms >= 0, got -1'],
+    [
+      'l1 bounds',
+      { l1: { maxEntries: 1.5 } },
+      'StampedeModule: l1.maxEntries must be a positive integer, got 1.5',
+    ],
+    [
+      'l1 as an array',
+      { l1: [] },
+      'StampedeModule: l1 must be a boolean or an object: { maxEntries?, maxBytes?, maxStaleMs? }',
+    ],
+    [
+      'memory',
+      { memory: 5 },
+      'StampedeModule: memory must be an object: { maxEntries?, maxBytes? }',
+    ],
+    [
+      'telemetry',
+      { telemetry: null },
+      'StampedeModule: telemetry must be an object: { metrics?, tracing?, traceL1Hits? }',
+    ],
+    [
+      'telemetry flags',
+      { telemetry: { metrics: 'yes' } },
+      'StampedeModule: telemetry.metrics must be a boolean, got yes',
+    ],
+  ])('refuses a bad %s value, naming the option', (_name, options, message) => {
+    expect(refused(options)).toBe(message);
+  });
+
+  it('takes Infinity for the timeouts and the cooldown (no limit)', () => {
+    expect(() =>
+      validateStampedeOptions({
+        operationTimeout: Infinity,
+        connectTimeout: Infinity,
+        cooldown: Infinity,
+      }),
+    ).not.toThrow();
+  });
 });

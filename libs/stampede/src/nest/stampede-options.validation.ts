@@ -1,4 +1,13 @@
-import { checkOptionNames, type OptionNames } from '@nest-redis-resilience/common';
+import {
+  checkBoolean,
+  checkNonNegative,
+  checkOptionNames,
+  checkPlainObject,
+  checkPositiveInteger,
+  checkPositiveNumber,
+  checkString,
+  type OptionNames,
+} from '@nest-redis-resilience/common';
 import { toMs } from '../core/duration';
 import { StampedeConfigError } from '../core/errors';
 import type { StampedeModuleOptions } from './stampede.options';
@@ -24,6 +33,10 @@ function fail(option: string, reason: string): never {
   throw new StampedeConfigError(`StampedeModule option "${option}": ${reason}`);
 }
 
+function failValue(option: string, reason: string): never {
+  throw new StampedeConfigError(`StampedeModule: ${option} ${reason}`);
+}
+
 /** Rejects invalid module options with an error that names the option. */
 export function validateStampedeOptions(options: StampedeModuleOptions): void {
   // An unknown name (a misspelled `defaultTTL`, say) would otherwise be ignored without a word.
@@ -36,39 +49,35 @@ export function validateStampedeOptions(options: StampedeModuleOptions): void {
       `StampedeModule: give one of redis, cacheManager or store, not ${given.join(' and ')}`,
     );
   }
-  if (options.keyPrefix !== undefined && typeof options.keyPrefix !== 'string') {
-    throw new StampedeConfigError('StampedeModule: keyPrefix must be a string');
-  }
+  checkString('keyPrefix', options.keyPrefix, failValue, 'must be a string');
   if (options.defaultTtl !== undefined) toMs(options.defaultTtl, 'StampedeModule defaultTtl');
-  for (const name of ['operationTimeout', 'connectTimeout'] as const) {
-    const value = options[name];
-    if (value !== undefined && !(typeof value === 'number' && value > 0)) {
-      throw new StampedeConfigError(
-        `StampedeModule: ${name} must be a positive number of ms, got ${String(value)}`,
+  // The common checkers want finite numbers; these three options also take Infinity (no limit).
+  for (const name of ['operationTimeout', 'connectTimeout'] as const)
+    if (options[name] !== Infinity)
+      checkPositiveNumber(
+        name,
+        options[name],
+        failValue,
+        (got) => `must be a positive number of ms, got ${got}`,
       );
-    }
-  }
   for (const option of ['l1', 'lastKnown', 'memory'] as const) {
     const bounds: unknown = options[option];
     if (bounds === undefined || (option === 'l1' && typeof bounds === 'boolean')) continue;
     const known =
       option === 'l1' ? ['maxEntries', 'maxBytes', 'maxStaleMs'] : ['maxEntries', 'maxBytes'];
-    if (typeof bounds !== 'object' || bounds === null) {
-      throw new StampedeConfigError(
-        `StampedeModule: ${option} must be ${option === 'l1' ? 'a boolean or ' : ''}an object: { ${known.join('?, ')}? }`,
-      );
-    }
-    for (const [name, value] of Object.entries(bounds)) {
+    checkPlainObject(
+      option,
+      bounds,
+      failValue,
+      `must be ${option === 'l1' ? 'a boolean or ' : ''}an object: { ${known.join('?, ')}? }`,
+    );
+    for (const [name, value] of Object.entries(bounds as object)) {
       if (!known.includes(name)) {
         throw new StampedeConfigError(
           `StampedeModule: unknown ${option} option ${name}; known: ${known.join(', ')}`,
         );
       }
-      if (value !== undefined && !(Number.isInteger(value) && (value as number) > 0)) {
-        throw new StampedeConfigError(
-          `StampedeModule: ${option}.${name} must be a positive integer, got ${String(value)}`,
-        );
-      }
+      checkPositiveInteger(`${option}.${name}`, value, failValue);
     }
   }
   if (
@@ -81,30 +90,26 @@ export function validateStampedeOptions(options: StampedeModuleOptions): void {
     );
   }
   if (options.telemetry !== undefined) {
-    if (typeof options.telemetry !== 'object' || options.telemetry === null) {
-      throw new StampedeConfigError(
-        'StampedeModule: telemetry must be an object: { metrics?, tracing?, traceL1Hits? }',
-      );
-    }
+    checkPlainObject(
+      'telemetry',
+      options.telemetry,
+      failValue,
+      'must be an object: { metrics?, tracing?, traceL1Hits? }',
+    );
     for (const [name, value] of Object.entries(options.telemetry)) {
       if (!['metrics', 'tracing', 'traceL1Hits'].includes(name)) {
         throw new StampedeConfigError(
           `StampedeModule: unknown telemetry option ${name}; known: metrics, tracing, traceL1Hits`,
         );
       }
-      if (value !== undefined && typeof value !== 'boolean') {
-        throw new StampedeConfigError(
-          `StampedeModule: telemetry.${name} must be a boolean, got ${String(value)}`,
-        );
-      }
+      checkBoolean(`telemetry.${name}`, value, failValue);
     }
   }
-  if (
-    options.cooldown !== undefined &&
-    !(typeof options.cooldown === 'number' && options.cooldown >= 0)
-  ) {
-    throw new StampedeConfigError(
-      `StampedeModule: cooldown must be a number of ms >= 0, got ${String(options.cooldown)}`,
+  if (options.cooldown !== Infinity)
+    checkNonNegative(
+      'cooldown',
+      options.cooldown,
+      failValue,
+      (got) => `must be a number of ms >= 0, got ${got}`,
     );
-  }
 }

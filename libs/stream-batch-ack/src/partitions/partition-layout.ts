@@ -1,6 +1,8 @@
 import { partitionOf } from '../core/partition-hash';
 import { StreamBatchAckConfigError } from '../core/errors';
 import { keySlot } from '../redis/keys';
+import { failValue } from '../transport/option-checks';
+import { checkPlainObject } from '@nest-redis-resilience/common';
 
 /** The most partitions a logical stream may have (each is a stream, and a blocking reader on a Cluster). */
 export const MAX_PARTITIONS = 1024;
@@ -77,11 +79,13 @@ export function resolvePartitions(
 ): Map<string, number> {
   const out = new Map<string, number>();
   if (value === undefined) return out;
-  if (!value || typeof value !== 'object' || Array.isArray(value))
-    throw new StreamBatchAckConfigError(
-      option,
-      `expected an object { [logicalStream]: count }, e.g. { ticks: 4 }, got ${JSON.stringify(value)}.`,
-    );
+  checkPlainObject(
+    option,
+    value,
+    failValue,
+    () =>
+      `expected an object { [logicalStream]: count }, e.g. { ticks: 4 }, got ${JSON.stringify(value)}`,
+  );
   for (const [stream, spec] of Object.entries(value)) {
     const name = `${option}.${stream}`;
     if (stream === '' || /[{}]/.test(stream))

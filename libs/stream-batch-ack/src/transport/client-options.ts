@@ -1,6 +1,14 @@
 import { StreamBatchAckConfigError } from '../core/errors';
 import { resolvePartitions } from '../partitions/partition-layout';
-import { checkConnection, checkOptionNames, int, OptionNames, replyPrefix } from './option-checks';
+import { checkFunction } from '@nest-redis-resilience/common';
+import {
+  checkConnection,
+  checkOptionNames,
+  failValue,
+  int,
+  OptionNames,
+  replyPrefix,
+} from './option-checks';
 import { RedisStreamsClientOptions } from './redis-streams.options';
 
 const CLIENT_OPTIONS: OptionNames<RedisStreamsClientOptions> = {
@@ -26,9 +34,10 @@ export function checkClientOptions(options: RedisStreamsClientOptions): void {
   int('replyTimeoutMs', options.replyTimeoutMs, 1, 1);
   replyPrefix(options.replyPrefix);
   resolvePartitions(options.partitions);
-  if (options.partitionKey !== undefined && typeof options.partitionKey !== 'function')
-    throw new StreamBatchAckConfigError(
-      'partitionKey',
-      'must be a function (stream, data) => string | undefined.',
-    );
+  checkFunction(
+    'partitionKey',
+    options.partitionKey,
+    failValue,
+    'must be a function (stream, data) => string | undefined',
+  );
 }

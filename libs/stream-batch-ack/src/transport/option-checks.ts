@@ -1,14 +1,17 @@
 import { DEFAULT_REPLY_PREFIX } from '../core/entry-codec';
 import { StreamBatchAckConfigError } from '../core/errors';
 import {
+  checkNonEmptyString,
+  checkNumberAtLeast,
   checkOptionNames as checkNames,
+  checkWholeNumber,
   isPlainObject,
+  isRedisClient,
   type OptionNames,
   type OptionTree,
 } from '@nest-redis-resilience/common';
-import { PartitionsOption } from '../partitions/partition-layout';
+import type { PartitionsOption } from '../partitions/partition-layout';
 import { isClusterConnection, type RedisStreamsClusterConnection } from '../redis/connection';
-import { isRedisClient } from '@nest-redis-resilience/common';
 
 /** The checks that the server's and the client's options share. */
 
@@ -16,6 +19,11 @@ export type { OptionNames, OptionTree };
 
 function fail(option: string, reason: string): never {
   throw new StreamBatchAckConfigError(option, reason);
+}
+
+/** For the value checkers of @nest-redis-resilience/common, whose reasons have no final stop. */
+export function failValue(option: string, reason: string): never {
+  throw new StreamBatchAckConfigError(option, `${reason}.`);
 }
 
 const CLUSTER_CONNECTION: OptionNames<RedisStreamsClusterConnection> = {
@@ -42,13 +50,13 @@ export function checkOptionNames(
       if (isPlainObject(spec)) checkNames(owner, spec, PARTITION, fail, `partitions.${stream}.`);
 }
 
+const REPLY_PREFIX = (got: string) =>
+  `must be a non-empty string without "{" or "}" (a reply stream is <replyPrefix>{<uuid>}, the uuid being its Cluster hash tag), got ${got}`;
+
 export function replyPrefix(value: string | undefined): string {
   if (value === undefined) return DEFAULT_REPLY_PREFIX;
-  if (typeof value !== 'string' || value === '' || /[{}]/.test(value))
-    throw new StreamBatchAckConfigError(
-      'replyPrefix',
-      `must be a non-empty string without "{" or "}" (a reply stream is <replyPrefix>{<uuid>}, the uuid being its Cluster hash tag), got ${JSON.stringify(value) ?? String(value)}.`,
-    );
+  checkNonEmptyString('replyPrefix', value, failValue, REPLY_PREFIX);
+  if (/[{}]/.test(value)) failValue('replyPrefix', REPLY_PREFIX(JSON.stringify(value)));
   return value;
 }
 
@@ -85,8 +93,7 @@ export function num(
   min: number,
 ): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < min)
-    throw new StreamBatchAckConfigError(name, `must be a number >= ${min}, got ${String(value)}.`);
+  checkNumberAtLeast(name, value, min, failValue);
   return value;
 }
 
@@ -97,7 +104,6 @@ export function int(
   min: number,
 ): number {
   const n = num(name, value, fallback, min);
-  if (!Number.isInteger(n))
-    throw new StreamBatchAckConfigError(name, `must be a whole number, got ${n}.`);
+  checkWholeNumber(name, n, failValue);
   return n;
 }

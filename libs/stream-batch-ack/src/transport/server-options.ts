@@ -2,12 +2,20 @@ import { hostname } from 'node:os';
 import type { BackoffOptions } from '../core/backoff';
 import { StreamBatchAckConfigError } from '../core/errors';
 import type { TransportIdempotencyOptions } from '../idempotency/idempotency.options';
-import { isPlainObject } from '@nest-redis-resilience/common';
+import {
+  checkFunction,
+  checkGiven,
+  checkNonEmptyString,
+  checkOneOf,
+  checkPlainObject,
+  checkRatio,
+} from '@nest-redis-resilience/common';
 import { resolvePartitions } from '../partitions/partition-layout';
 import { defaultDeadLetterStream } from '../redis/keys';
 import {
   checkConnection,
   checkOptionNames,
+  failValue,
   int,
   num,
   OptionNames,
@@ -72,11 +80,9 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
     throw new StreamBatchAckConfigError('options', 'ServerRedisStreams needs an options object.');
   checkOptionNames('ServerRedisStreams', options, SERVER_OPTIONS);
   checkConnection(options.connection);
-  if (typeof options.group !== 'string' || options.group === '')
-    throw new StreamBatchAckConfigError(
-      'group',
-      'give the consumer group name (a non-empty string).',
-    );
+  const group = 'give the consumer group name (a non-empty string)';
+  checkGiven('group', options.group, failValue, group);
+  checkNonEmptyString('group', options.group, failValue, group);
   const resolved: ResolvedServerOptions = {
     connection: options.connection,
     group: options.group,
@@ -140,25 +146,21 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
     Math.min(15_000, Math.floor(claim.minIdleMs / 2)),
     0,
   );
-  if (retry.jitter >= 1)
-    throw new StreamBatchAckConfigError('retry.jitter', `must be in [0, 1), got ${retry.jitter}.`);
+  checkRatio('retry.jitter', retry.jitter, failValue);
   if (retry.maxMs * (1 + retry.jitter) >= claim.minIdleMs)
     throw new StreamBatchAckConfigError(
       'retry.maxMs',
       `the longest retry delay (${retry.maxMs} ms, +${retry.jitter * 100} % jitter) must stay below claim.minIdleMs (${claim.minIdleMs} ms), or other consumers take a waiting entry over.`,
     );
-  if (typeof resolved.deadLetter.stream !== 'function')
-    throw new StreamBatchAckConfigError(
-      'deadLetter.stream',
-      'must be a function (stream) => name.',
-    );
+  checkFunction(
+    'deadLetter.stream',
+    resolved.deadLetter.stream,
+    failValue,
+    'must be a function (stream) => name',
+  );
   const idem = options.idempotency;
   if (idem !== undefined) {
-    if (idem.store !== undefined && idem.store !== 'memory' && idem.store !== 'redis')
-      throw new StreamBatchAckConfigError(
-        'idempotency.store',
-        `must be 'memory' or 'redis', got ${JSON.stringify(idem.store)}.`,
-      );
+    checkOneOf('idempotency.store', idem.store, ['memory', 'redis'], failValue);
     int('idempotency.ttlMs', idem.ttlMs, 1, 1);
     int('idempotency.lockMs', idem.lockMs, 1, 1);
     int('idempotency.maxSize', idem.maxSize, 1, 1);
@@ -168,19 +170,18 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
 
 function streamsOption(value: unknown): ReadonlyMap<string, string> {
   if (value === undefined) return new Map();
-  if (!isPlainObject(value))
-    throw new StreamBatchAckConfigError(
-      'streams',
-      `must be an object of pattern -> stream name ({ ticks: 'prod:ticks' }), got ${describe(value)}.`,
-    );
+  checkPlainObject(
+    'streams',
+    value,
+    failValue,
+    (got) => `must be an object of pattern -> stream name ({ ticks: 'prod:ticks' }), got ${got}`,
+  );
   const map = new Map<string, string>();
   const patternOf = new Map<string, string>();
-  for (const [pattern, stream] of Object.entries(value)) {
-    if (typeof stream !== 'string' || stream === '')
-      throw new StreamBatchAckConfigError(
-        `streams.${pattern}`,
-        `must be a stream name (a non-empty string), got ${describe(stream)}.`,
-      );
+  for (const [pattern, stream] of Object.entries(value as Record<string, string>)) {
+    const streamName = (got: string) => `must be a stream name (a non-empty string), got ${got}`;
+    checkGiven(`streams.${pattern}`, stream, failValue, streamName);
+    checkNonEmptyString(`streams.${pattern}`, stream, failValue, streamName);
     const other = patternOf.get(stream);
     if (other !== undefined)
       throw new StreamBatchAckConfigError(
@@ -193,15 +194,13 @@ function streamsOption(value: unknown): ReadonlyMap<string, string> {
   return map;
 }
 
-function describe(value: unknown): string {
-  return JSON.stringify(value) ?? String(value);
-}
-
-function ordering(value: unknown): 'key' | 'none' {
-  if (value === undefined) return 'key';
-  if (value === 'key' || value === 'none') return value;
-  throw new StreamBatchAckConfigError(
+function ordering(value: 'key' | 'none' | undefined): 'key' | 'none' {
+  checkOneOf(
     'ordering',
-    `must be 'key' (one owner per partition, each key in order) or 'none', got ${JSON.stringify(value)}.`,
+    value,
+    ['key', 'none'],
+    failValue,
+    (got) => `must be 'key' (one owner per partition, each key in order) or 'none', got ${got}`,
   );
+  return value ?? 'key';
 }
