@@ -108,7 +108,7 @@ export class LockPath {
         if (step.kind === 'locked') {
           endWait();
           stopWatching();
-          return served(await this.fill.run(call, token), true);
+          return served(await this.fill.run(call, step.token ?? token), true);
         }
         const now = this.clock.now();
         if (waitStart === undefined) {

@@ -3,7 +3,8 @@ import type { Envelope, EnvelopeCodec } from './envelope';
 /** Outcome of one atomic "read the value, else try to take the lock" step. */
 export type ReadOrLockResult<T = unknown> =
   | { kind: 'hit'; envelope: Envelope<T> }
-  | { kind: 'locked' }
+  /** The lock was taken; `token`, when given, replaces the caller's token for fill, unlock and extend. */
+  | { kind: 'locked'; token?: string }
   /** Someone else holds the lock; it expires in `lockTtlMs` (-1: unknown). */
   | { kind: 'busy'; lockTtlMs: number };
 
