@@ -64,9 +64,11 @@ export class RedisStore implements StampedeStore {
   private readonly bus: RedisBus;
   private readonly invalidations: RedisInvalidations;
   private closed = false;
+  private readonly now: () => number;
 
   constructor(connection: RedisConnection, options: RedisStoreOptions = {}) {
     const clock = options.clock ?? systemClock;
+    this.now = () => clock.now();
     this.keys = new StampedeKeys(options.keyPrefix ?? 'stampede:');
     this.codec = options.codec ?? defaultCodec;
     this.guard = new OperationGuard({
@@ -171,7 +173,10 @@ export class RedisStore implements StampedeStore {
     lockTtlMs: number,
     current?: Envelope,
   ): Promise<boolean> {
-    const [locked, raw] = await this.lockAndRead(key, token, lockTtlMs);
+    // A value that would expire before the refresh's lock is kept that long: callers that find
+    // it expired then wait for this refresh (see READ_OR_WAIT) instead of loading it again.
+    const keep = current !== undefined && current.e + (current.g ?? 0) - this.now() < lockTtlMs;
+    const [locked, raw] = await this.lockAndRead(key, token, lockTtlMs, keep);
     const refreshed = current && !sameEnvelope(decodeStored(this.codec, raw), current);
     if (locked && (refreshed || isValueLock(raw))) {
       // Refreshed by someone else since the caller read it (this expiry is already dealt with),
@@ -195,9 +200,10 @@ export class RedisStore implements StampedeStore {
   /**
    * With a miss's lock: one `SET value PX GET` over the lock mark, then a PUBLISH only if the
    * mark it replaced says someone waits (or the mark was replaced meanwhile, by a `set` or a
-   * later holder). With a refresh's lock: the SET and a DEL of the lock key in one round trip
-   * (nobody waits on it). The lock is released whoever holds it: a late holder's fill stores a
-   * fresh value, so callers are served and no lock is left waiting for a fill.
+   * later holder). With a refresh's lock: the SET and a GETDEL of the lock key in one round
+   * trip, then a PUBLISH only if the lock says someone waits. The lock is released whoever holds
+   * it: a late holder's fill stores a fresh value, so callers are served and no lock is left
+   * waiting for a fill.
    */
   async fill(
     key: string,
@@ -208,24 +214,26 @@ export class RedisStore implements StampedeStore {
   ): Promise<void> {
     if (!token) return this.set(key, envelope, ttlMs, raw);
     const text = raw ?? this.codec.encode(envelope);
-    if (!isValueLock(token)) {
+    let waited: boolean;
+    if (isValueLock(token)) {
+      const replaced = await this.call(() =>
+        this.client.set(this.keys.value(key), text, 'PX', ttlMs, 'GET'),
+      );
+      waited =
+        replaced !== null &&
+        replaced !== token &&
+        (!isValueLock(replaced) || replaced.endsWith(WAITING));
+    } else {
       // Two commands written together: one round trip, without a pipeline's objects.
-      await this.call(() =>
+      const [, holder] = await this.call(() =>
         Promise.all([
           this.client.set(this.keys.value(key), text, 'PX', ttlMs),
-          this.client.del(this.keys.lock(key)),
+          this.client.getdel(this.keys.lock(key)),
         ]),
       );
-      return;
+      waited = typeof holder === 'string' && holder.endsWith(WAITING);
     }
-    const replaced = await this.call(() =>
-      this.client.set(this.keys.value(key), text, 'PX', ttlMs, 'GET'),
-    );
-    if (
-      replaced !== null &&
-      replaced !== token &&
-      (!isValueLock(replaced) || replaced.endsWith(WAITING))
-    ) {
+    if (waited) {
       await this.call(() => this.client[this.pubsub.publish](this.keys.channel(key), key));
     }
   }
@@ -301,13 +309,21 @@ export class RedisStore implements StampedeStore {
     lockTtlMs: number,
   ): Promise<ReadOrLockResult<T>> {
     const reply = (await this.call(
-      () => (this.client as ScriptClient)[READ_OR_WAIT.name](this.keys.value(key), mark, lockTtlMs),
+      () =>
+        (this.client as ScriptClient)[READ_OR_WAIT.name](
+          this.keys.value(key),
+          this.keys.lock(key),
+          mark,
+          lockTtlMs,
+        ),
       (late) => {
         if ((late as [number])[0] === 2) this.releaseQuietly(key, mark);
       },
-    )) as [number, (string | number)?];
+    )) as [number, (string | number)?, number?];
     if (reply[0] === 1) {
       const envelope = this.codec.decode<T>(reply[1] as string);
+      if (envelope && reply[2] !== undefined)
+        return { kind: 'hit', envelope, refreshTtlMs: Number(reply[2]) };
       if (envelope) return { kind: 'hit', envelope };
       // A corrupt value: drop it and compete for the lock as on a miss.
       await this.delete(key);
@@ -317,17 +333,22 @@ export class RedisStore implements StampedeStore {
     return { kind: 'busy', lockTtlMs: Number(reply[1]) };
   }
 
-  /** `SET lock NX PX` and GET of the value in one round trip; a late lock is released. */
+  /**
+   * `SET lock NX PX` and GET of the value in one round trip (with `keep`, a PEXPIRE of the value
+   * to the lock's TTL too); a late lock is released.
+   */
   private async lockAndRead(
     key: string,
     token: string,
     lockTtlMs: number,
+    keep: boolean,
   ): Promise<[boolean, string | null]> {
     const [set, raw] = await this.call(
       () =>
         Promise.all([
           this.client.set(this.keys.lock(key), token, 'PX', lockTtlMs, 'NX'),
           this.client.get(this.keys.value(key)),
+          keep ? this.client.pexpire(this.keys.value(key), lockTtlMs) : undefined,
         ]),
       ([lateSet]) => {
         if (lateSet === 'OK') this.releaseQuietly(key, token);

@@ -13,24 +13,34 @@ import { VALUE_LOCK, VALUE_LOCK_LUA, WAITING } from './value-lock';
 const IS_LOCK = `local function isLock(text) return string.sub(text, 1, ${VALUE_LOCK.length}) == '${VALUE_LOCK_LUA}' end`;
 
 /**
- * KEYS[1] value key; ARGV[1] lock mark, ARGV[2] lock ttl (ms). Returns {1, value} when cached,
- * {2} when the lock was taken (the key was empty), else marks the lock as waited for and
- * returns {3, pttl}.
+ * KEYS[1] value key, KEYS[2] refresh lock key; ARGV[1] lock mark, ARGV[2] lock ttl (ms).
+ * Returns {2} when the lock was taken (the key was empty); {3, pttl} when a miss holds it, after
+ * marking it as waited for; else {1, value}, with the pttl of a refresh in flight as a third
+ * element (its lock then marked as waited for too: a caller that finds the value expired waits
+ * for that refresh's fill).
  */
 export const READ_OR_WAIT = {
   name: 'stampedeReadOrWait',
-  numberOfKeys: 1,
+  numberOfKeys: 2,
   lua: `${IS_LOCK}
+local function markWaited(key, holder)
+  if string.sub(holder, -2) ~= '${WAITING}' then
+    redis.call('SET', key, holder .. '${WAITING}', 'KEEPTTL')
+  end
+end
 local v = redis.call('GET', KEYS[1])
 if not v then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
   return {2}
 end
-if not isLock(v) then return {1, v} end
-if string.sub(v, -2) ~= '${WAITING}' then
-  redis.call('SET', KEYS[1], v .. '${WAITING}', 'KEEPTTL')
+if isLock(v) then
+  markWaited(KEYS[1], v)
+  return {3, redis.call('PTTL', KEYS[1])}
 end
-return {3, redis.call('PTTL', KEYS[1])}
+local refresh = redis.call('GET', KEYS[2])
+if not refresh then return {1, v} end
+markWaited(KEYS[2], refresh)
+return {1, v, redis.call('PTTL', KEYS[2])}
 `,
 };
 
