@@ -9,7 +9,14 @@ import { columns } from '../shared/columns';
 import type { PrivateRedis } from '../shared/private-redis';
 import type { Target } from '../shared/targets';
 import { BenchApp } from './bench-app';
-import { LOCK_PATTERNS, XFETCH_LOCK_PATTERNS, lockKey, PatternName, valueKey } from './patterns';
+import {
+  LOCK_PATTERNS,
+  XFETCH_LOCK_PATTERNS,
+  lockKey,
+  MISS_LOCK_MARK,
+  PatternName,
+  valueKey,
+} from './patterns';
 import { eachOf, q, round2, runScenario, ScenarioContext, sleep } from './scenario';
 import { epochNow, LoadJob, runLoad, poissonJob } from './load';
 import type { BenchOptions } from './options';
@@ -74,8 +81,13 @@ async function lateLockRow(
   const call1 = performance.now() - t;
   const c1 = app.counters(pattern);
   await sleep(Math.max(0, pausedAt + o.latePauseMs + o.cooldownMs + 50 - performance.now()));
-  const lockLeft = await redis.control.exists(lKey);
-  const pttl = lockLeft ? await redis.control.pttl(lKey) : null;
+  // A miss locks the value key itself (a lock mark), a refresh a key of its own.
+  const held =
+    path === 'read-or-lock'
+      ? (await redis.control.get(vKey))?.startsWith(MISS_LOCK_MARK) === true
+      : (await redis.control.exists(lKey)) === 1;
+  const lockLeft = held ? 1 : 0;
+  const pttl = held ? await redis.control.pttl(path === 'read-or-lock' ? vKey : lKey) : null;
   // try-lock: the value is still cached; drop it, as its expiry would, so the next call misses
   // and competes for the lock (and would wait on a lock left behind).
   if (path === 'try-lock') await redis.control.del(vKey);

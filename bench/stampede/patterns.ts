@@ -122,6 +122,10 @@ export function valueKey(prefix: string, key: string): string {
   return `${prefix}{${key}}`;
 }
 
+/** The library's lock key of a refresh, and of the bench-local distlock-poll pattern. */
 export function lockKey(prefix: string, key: string): string {
   return `${prefix}{${key}}:lock`;
 }
+
+/** The mark with which the library's lock of a miss fills the value key until the value comes. */
+export const MISS_LOCK_MARK = '\u0000lock:';

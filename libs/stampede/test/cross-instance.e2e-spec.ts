@@ -49,9 +49,11 @@ describe('cross-instance (forked processes, real Redis)', () => {
     const [victim, ...others] = instances;
     // The victim's loader would run 30 s; it takes the lock, then dies.
     void victim.call('locked', key, 1, 30_000);
-    const lockKey = `${prefix}{locked:${key}}:lock`;
-    for (let i = 0; i < 200 && !(await redis.exists(lockKey)); i++) await delay(10);
-    expect(await redis.exists(lockKey)).toBe(1);
+    // A miss's lock is a mark in the value key.
+    const locked = async () =>
+      (await redis.get(`${prefix}{locked:${key}}`))?.startsWith('\u0000lock:') === true;
+    for (let i = 0; i < 200 && !(await locked()); i++) await delay(10);
+    expect(await locked()).toBe(true);
     const waiting = Promise.all(others.map((o) => o.call('locked', key, 20, 50)));
     await delay(100);
     const killedAt = Date.now();

@@ -24,44 +24,49 @@ describe('RedisStore lock and notification (inspects Redis keys)', () => {
     await redis.quit();
   });
 
+  /** The lock of a miss: a mark in the value key (NUL, `lock:`, the holder's token). */
+  const mark = (token: string) => `\u0000lock:${token}`;
+  const locked = (token: string) => ({ kind: 'locked', token: mark(token) });
+
   it('a lock is never released or extended by someone other than its holder', async () => {
-    expect(await store.readOrLock('k1', 'token-a', 5000)).toEqual({ kind: 'locked' });
+    expect(await store.readOrLock('k1', 'token-a', 5000)).toEqual(locked('token-a'));
+    // The lock is the value key itself: a read finds no value.
+    expect(await other.get('k1')).toBeUndefined();
     // A first attempt only learns that the lock is held...
     expect(await other.readOrLock('k1', 'token-b', 5000)).toEqual({ kind: 'busy', lockTtlMs: -1 });
     // ...a waiting one marks it as waited for and learns how long it has left.
     const busy = await other.readOrLock('k1', 'token-b', 5000, true);
     expect(busy.kind).toBe('busy');
     expect(busy.kind === 'busy' && busy.lockTtlMs).toBeGreaterThan(4000);
-    expect(await redis.get(`${prefix}{k1}:lock`)).toBe('token-a|w');
-
-    expect(await other.unlock('k1', 'token-b')).toBe(false);
-    expect(await other.extendLock('k1', 'token-b', 60_000)).toBe(false);
-    expect(await redis.get(`${prefix}{k1}:lock`)).toBe('token-a|w');
-    expect(await redis.pttl(`${prefix}{k1}:lock`)).toBeLessThanOrEqual(5000);
-
-    expect(await store.extendLock('k1', 'token-a', 60_000)).toBe(true);
-    expect(await redis.pttl(`${prefix}{k1}:lock`)).toBeGreaterThan(5000);
-    expect(await store.unlock('k1', 'token-a')).toBe(true);
+    expect(await redis.get(`${prefix}{k1}`)).toBe(`${mark('token-a')}|w`);
     expect(await redis.exists(`${prefix}{k1}:lock`)).toBe(0);
+
+    expect(await other.unlock('k1', mark('token-b'))).toBe(false);
+    expect(await other.extendLock('k1', mark('token-b'), 60_000)).toBe(false);
+    expect(await redis.get(`${prefix}{k1}`)).toBe(`${mark('token-a')}|w`);
+    expect(await redis.pttl(`${prefix}{k1}`)).toBeLessThanOrEqual(5000);
+
+    expect(await store.extendLock('k1', mark('token-a'), 60_000)).toBe(true);
+    expect(await redis.pttl(`${prefix}{k1}`)).toBeGreaterThan(5000);
+    expect(await store.unlock('k1', mark('token-a'))).toBe(true);
+    expect(await redis.exists(`${prefix}{k1}`)).toBe(0);
   });
 
-  it('fill stores the value, releases the holder lock and wakes the waiters of another store', async () => {
-    expect(await store.readOrLock('k2', 'token-a', 5000)).toEqual({ kind: 'locked' });
+  it('fill replaces the lock with the value in one command and wakes the waiters of another store', async () => {
+    expect(await store.readOrLock('k2', 'token-a', 5000)).toEqual(locked('token-a'));
     const watch = other.watch('k2');
     expect(await watch.ready).toBe(true);
     expect((await other.readOrLock('k2', 'token-b', 5000, true)).kind).toBe('busy');
     let woken = false;
     void watch.done.then(() => (woken = true));
     const before = other.notificationsReceived;
-    await store.fill('k2', { v: { n: 1 }, d: 12, e: Date.now() + 1000 }, 1000, 'token-a');
+    await store.fill('k2', { v: { n: 1 }, d: 12, e: Date.now() + 1000 }, 1000, mark('token-a'));
     for (let i = 0; i < 200 && !woken; i++) await new Promise((r) => setTimeout(r, 5));
     expect(woken).toBe(true);
     expect(other.notificationsReceived).toBe(before + 1);
     watch.cancel();
-    // The lock holds no token any more, only a short mark that a fill just happened.
-    expect(await redis.get(`${prefix}{k2}:lock`)).toBe('|filled');
-    expect(await redis.pttl(`${prefix}{k2}:lock`)).toBeLessThanOrEqual(250);
-    // A caller that missed just before the fill finds the lock taken, then reads the value.
+    expect(await redis.exists(`${prefix}{k2}:lock`)).toBe(0);
+    // A caller that missed just before the fill finds the key taken, then reads the value.
     expect((await other.readOrLock('k2', 'token-b', 5000)).kind).toBe('busy');
     expect(await other.readOrLock('k2', 'token-b', 5000, true)).toMatchObject({
       kind: 'hit',
@@ -74,46 +79,52 @@ describe('RedisStore lock and notification (inspects Redis keys)', () => {
     const watch = other.watch('k5');
     expect(await watch.ready).toBe(true);
     const before = other.notificationsReceived;
-    expect(await store.readOrLock('k5', 'token-a', 5000)).toEqual({ kind: 'locked' });
-    await store.fill('k5', { v: 5, d: 1, e: Date.now() + 1000 }, 1000, 'token-a');
+    expect(await store.readOrLock('k5', 'token-a', 5000)).toEqual(locked('token-a'));
+    await store.fill('k5', { v: 5, d: 1, e: Date.now() + 1000 }, 1000, mark('token-a'));
     // A marked lock is notified: the notification arrives after the unmarked fill's would have.
-    expect(await store.readOrLock('k5b', 'token-a', 5000)).toEqual({ kind: 'locked' });
+    expect(await store.readOrLock('k5b', 'token-a', 5000)).toEqual(locked('token-a'));
     const marker = other.watch('k5b');
     expect(await marker.ready).toBe(true);
     expect((await other.readOrLock('k5b', 'token-b', 5000, true)).kind).toBe('busy');
-    await store.fill('k5b', { v: 5, d: 1, e: Date.now() + 1000 }, 1000, 'token-a');
+    await store.fill('k5b', { v: 5, d: 1, e: Date.now() + 1000 }, 1000, mark('token-a'));
     await marker.done;
     expect(other.notificationsReceived).toBe(before + 1);
     watch.cancel();
     marker.cancel();
   });
 
-  it('a fill by a holder whose lock expired stores its value and leaves no lock behind', async () => {
-    await redis.set(`${prefix}{k3}:lock`, 'token-new', 'PX', 5000);
-    await store.fill('k3', { v: 1, d: 1, e: Date.now() + 1000 }, 1000, 'token-old');
+  it("a fill by a holder whose lock expired stores its value and wakes the next holder's waiters", async () => {
+    // token-old's lock expired and token-new took the key; another store waits for token-new.
+    await redis.set(`${prefix}{k3}`, `${mark('token-new')}|w`, 'PX', 5000);
+    const watch = other.watch('k3');
+    expect(await watch.ready).toBe(true);
+    await store.fill('k3', { v: 1, d: 1, e: Date.now() + 1000 }, 1000, mark('token-old'));
+    await watch.done;
+    watch.cancel();
     // The fresh value answers every caller; no caller waits on a lock for it.
     expect(await other.readOrLock('k3', 'token-c', 5000, true)).toMatchObject({
       kind: 'hit',
       envelope: { v: 1 },
     });
-    expect(await redis.get(`${prefix}{k3}:lock`)).toBe('|filled');
   });
 
-  it('a FILLED mark whose value is gone (invalidated, expired) does not hold anyone up', async () => {
-    expect(await store.readOrLock('k7', 'token-a', 5000)).toEqual({ kind: 'locked' });
-    await store.fill('k7', { v: 1, d: 1, e: Date.now() + 60_000 }, 60_000, 'token-a');
-    await redis.del(`${prefix}{k7}`); // gone, as after an expiry; the mark is still there
-    expect((await other.readOrLock('k7', 'token-b', 5000)).kind).toBe('busy');
-    expect(await other.readOrLock('k7', 'token-b', 5000, true)).toEqual({ kind: 'locked' });
-    expect(await redis.get(`${prefix}{k7}:lock`)).toBe('token-b');
-    // invalidate() drops the mark with the value: the next first attempt takes the lock.
-    await store.fill('k8', { v: 1, d: 1, e: Date.now() + 60_000 }, 60_000, 'token-a');
+  it('a lock whose value is gone (expired, deleted) is taken by the next waiting attempt', async () => {
+    expect(await store.readOrLock('k7', 'token-a', 5000)).toEqual(locked('token-a'));
+    await redis.del(`${prefix}{k7}`); // the holder's lock expired
+    expect(await other.readOrLock('k7', 'token-b', 5000, true)).toEqual(locked('token-b'));
+    expect(await redis.get(`${prefix}{k7}`)).toBe(mark('token-b'));
+  });
+
+  it('invalidate() deletes a value but keeps a lock (its holder fills next)', async () => {
+    await store.fill('k8', { v: 1, d: 1, e: Date.now() + 60_000 }, 60_000);
     await store.invalidate('k8');
-    expect(await redis.exists(`${prefix}{k8}:lock`)).toBe(0);
-    expect(await other.readOrLock('k8', 'token-b', 5000)).toEqual({ kind: 'locked' });
+    expect(await redis.exists(`${prefix}{k8}`)).toBe(0);
+    expect(await other.readOrLock('k8', 'token-b', 5000)).toEqual(locked('token-b'));
+    await store.invalidate('k8');
+    expect(await redis.get(`${prefix}{k8}`)).toBe(mark('token-b'));
   });
 
-  it('an early-recomputation lock is refused when the value was refreshed since it was read', async () => {
+  it('an early recomputation locks a key of its own, refused when the value was refreshed since it was read', async () => {
     const read = { v: 'old', d: 10, e: Date.now() + 1000 };
     await store.set('k6', read, 1000);
     const refreshed = { v: 'new', d: 10, e: Date.now() + 2000 };
@@ -121,12 +132,18 @@ describe('RedisStore lock and notification (inspects Redis keys)', () => {
     expect(await store.tryLock('k6', 'token-a', 5000, read)).toBe(false);
     expect(await redis.exists(`${prefix}{k6}:lock`)).toBe(0);
     expect(await store.tryLock('k6', 'token-a', 5000, refreshed)).toBe(true);
-    expect(await store.unlock('k6', 'token-a')).toBe(true);
+    expect(await redis.get(`${prefix}{k6}:lock`)).toBe('token-a');
+    // The value stays readable while it refreshes; the refresh's fill drops its lock key.
+    expect(await other.get('k6')).toMatchObject({ v: 'new' });
+    await store.fill('k6', { v: 'newer', d: 10, e: Date.now() + 2000 }, 2000, 'token-a');
+    expect(await redis.exists(`${prefix}{k6}:lock`)).toBe(0);
+    expect(await other.get('k6')).toMatchObject({ v: 'newer' });
   });
 
   it('a value that is not an envelope is a miss, and is replaced', async () => {
     await redis.set(`${prefix}{k4}`, 'not json');
     expect(await store.get('k4')).toBeUndefined();
-    expect(await store.readOrLock('k4', 'token-a', 5000)).toEqual({ kind: 'locked' });
+    expect(await store.readOrLock('k4', 'token-a', 5000)).toEqual({ kind: 'busy', lockTtlMs: -1 });
+    expect(await store.readOrLock('k4', 'token-a', 5000, true)).toEqual(locked('token-a'));
   });
 });

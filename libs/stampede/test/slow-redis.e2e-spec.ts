@@ -87,7 +87,11 @@ describe('a Redis stall: no lock is left for a caller that gave up (a redis-serv
     await server?.destroy();
   });
 
+  /** A refresh's lock key (a miss locks its value key: see `missLocked`). */
   const lockKey = (key: string) => `${PREFIX}{${key}}:lock`;
+  /** Whether the value key of `key` holds a miss's lock mark. */
+  const missLocked = async (key: string) =>
+    (await admin.get(`${PREFIX}{${key}}`))?.startsWith('\u0000lock:') === true;
 
   it('the read-or-lock of a miss: the late lock is released and the next call loads at once', async () => {
     await admin.call('CLIENT', 'PAUSE', '1500', 'WRITE');
@@ -99,11 +103,7 @@ describe('a Redis stall: no lock is left for a caller that gave up (a redis-serv
     // A write of our own returns when the pause is over (after the stalled script ran and took
     // the lock); the store releases that lock.
     await admin.set(`${PREFIX}probe`, '1');
-    await waitFor(
-      'the late lock is gone',
-      async () => (await admin.exists(lockKey('price:AAA'))) === 0,
-      3000,
-    );
+    await waitFor('the late lock is gone', async () => !(await missLocked('price:AAA')), 3000);
 
     await delay(350); // the store's cool-down after its timeout
     const before = { ...stampede.metrics()['PriceService.price'] };

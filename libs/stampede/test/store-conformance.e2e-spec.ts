@@ -4,6 +4,7 @@ import {
   CacheManagerStore,
   type Envelope,
   MemoryStore,
+  type ReadOrLockResult,
   RedisStore,
   StampedeStore,
 } from '@nest-redis-resilience/stampede';
@@ -89,6 +90,12 @@ const subjects: [string, () => Promise<Subject>][] = [
 
 const envelope = (v: unknown, ttlMs = 60_000): Envelope => ({ v, d: 5, e: Date.now() + ttlMs });
 
+/** Asserts that a lock attempt took the lock; returns the token to fill, unlock or extend it with. */
+function lockTaken(step: ReadOrLockResult, token: string): string {
+  expect(step.kind).toBe('locked');
+  return (step.kind === 'locked' && step.token) || token;
+}
+
 describe.each(subjects)('store conformance: %s', (_name, make) => {
   let subject: Subject;
   let store: StampedeStore;
@@ -139,10 +146,10 @@ describe.each(subjects)('store conformance: %s', (_name, make) => {
   });
 
   it('readOrLock: the value if there is one, else the lock, else busy', async () => {
-    expect(await store.readOrLock(key, 'a', 60_000)).toEqual({ kind: 'locked' });
+    const a = lockTaken(await store.readOrLock(key, 'a', 60_000), 'a');
     const busy = await store.readOrLock(key, 'b', 60_000);
     expect(busy.kind).toBe('busy');
-    await store.fill(key, envelope('v'), 60_000, 'a');
+    await store.fill(key, envelope('v'), 60_000, a);
     // A first attempt just after a fill may find the lock taken; a waiting attempt reads the value.
     expect((await store.readOrLock<string>(key, 'c', 60_000)).kind).not.toBe('locked');
     const watch = store.watch(key);
@@ -153,9 +160,9 @@ describe.each(subjects)('store conformance: %s', (_name, make) => {
   });
 
   it('a lock expires after its TTL; extend keeps it, only for its holder', async () => {
-    expect(await store.readOrLock(key, 'a', 300)).toEqual({ kind: 'locked' });
+    const a = lockTaken(await store.readOrLock(key, 'a', 300), 'a');
     expect(await store.extendLock(key, 'b', 60_000)).toBe(false);
-    expect(await store.extendLock(key, 'a', 60_000)).toBe(true);
+    expect(await store.extendLock(key, a, 60_000)).toBe(true);
     expect(await store.tryLock(key, 'b', 60_000)).toBe(false);
     const other = `${key}:short`;
     expect(await store.tryLock(other, 'a', 100)).toBe(true);
@@ -180,30 +187,31 @@ describe.each(subjects)('store conformance: %s', (_name, make) => {
   });
 
   it('fill with the token stores the value, releases the lock and wakes a waiter', async () => {
-    expect(await store.readOrLock(key, 'holder', 60_000)).toEqual({ kind: 'locked' });
+    const holder = lockTaken(await store.readOrLock(key, 'holder', 60_000), 'holder');
     const watch = store.watch(key);
     expect(await watch.ready).toBe(true);
     // A waiting attempt registers this process as a waiter, so the fill notifies it.
     expect((await store.readOrLock(key, 'waiter', 60_000, true)).kind).toBe('busy');
-    await store.fill(key, envelope('filled'), 60_000, 'holder');
+    await store.fill(key, envelope('filled'), 60_000, holder);
     await watch.done;
     expect((await store.get(key))?.v).toBe('filled');
     // Released: nobody is held up by it, and once the value is gone the next caller locks.
     expect((await store.readOrLock(key, 'next', 60_000, true)).kind).toBe('hit');
     await store.delete(key);
-    expect(await store.readOrLock(key, 'next', 60_000, true)).toEqual({ kind: 'locked' });
+    lockTaken(await store.readOrLock(key, 'next', 60_000, true), 'next');
     watch.cancel();
   });
 
   it('unlock without a value wakes a waiter too (the holder gave up)', async () => {
-    expect(await store.readOrLock(key, 'holder', 60_000)).toEqual({ kind: 'locked' });
+    const holder = lockTaken(await store.readOrLock(key, 'holder', 60_000), 'holder');
     const watch = store.watch(key);
     await watch.ready;
     expect((await store.readOrLock(key, 'waiter', 60_000, true)).kind).toBe('busy');
-    expect(await store.unlock(key, 'holder')).toBe(true);
+    expect(await store.unlock(key, 'b')).toBe(false);
+    expect(await store.unlock(key, holder)).toBe(true);
     await watch.done;
     watch.cancel();
-    expect(await store.readOrLock(key, 'waiter', 60_000)).toEqual({ kind: 'locked' });
+    lockTaken(await store.readOrLock(key, 'waiter', 60_000), 'waiter');
   });
 
   it('fill without a token stores the value and leaves a lock alone', async () => {

@@ -248,7 +248,7 @@ export class GetOrLoadMany {
       if (step.kind === 'locked') {
         settle(
           this.s.fill
-            .run(call, tokens[j])
+            .run(call, step.token ?? tokens[j])
             .then((value) => ({ value, waited: false, loaded: true })),
         );
       } else if (step.kind === 'hit') {

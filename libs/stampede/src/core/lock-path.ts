@@ -1,13 +1,13 @@
 import { lockToken } from './lock-token';
 import type { Call, EngineLogger, LockOutcome } from './call';
 import type { Clock } from './clock';
-import type { Envelope } from './envelope';
+import { Envelope, graceOf } from './envelope';
 import { keyPattern, StampedeEvents } from './events';
 import type { Fallback } from './fallback';
 import type { HeldValues } from './held-values';
 import type { KeyStates } from './key-state';
 import type { LoadAndFill } from './load-and-fill';
-import type { FillWatch, StampedeStore } from './store';
+import type { FillWatch, ReadOrLockResult, StampedeStore } from './store';
 import type { StoreGuard } from './store-guard';
 import { sleep } from './timers';
 
@@ -22,7 +22,7 @@ export class LockPath {
   constructor(
     private readonly store: Pick<
       StampedeStore,
-      'get' | 'readOrLock' | 'watch' | 'notificationsLive'
+      'get' | 'readOrLock' | 'tryLock' | 'watch' | 'notificationsLive'
     >,
     private readonly keys: KeyStates,
     private readonly guard: StoreGuard,
@@ -33,6 +33,11 @@ export class LockPath {
     private readonly events: StampedeEvents,
     private readonly logger?: EngineLogger,
   ) {}
+
+  /** Past its expiry and grace on this clock. */
+  private expired(envelope: Envelope<unknown>, policyGrace: number): boolean {
+    return this.clock.now() >= envelope.e + graceOf(envelope, policyGrace);
+  }
 
   /** A store read shared by the lock-path callers of `key` in this process. */
   read<T>(key: string): Promise<Envelope<T> | undefined> {
@@ -89,7 +94,7 @@ export class LockPath {
         live = await watch.ready;
       }
       for (;;) {
-        let step;
+        let step: ReadOrLockResult<T>;
         const wasDown = this.guard.down;
         try {
           step = await this.store.readOrLock<T>(key, token, lock.ttl, watch !== undefined);
@@ -100,15 +105,38 @@ export class LockPath {
         }
         if (wasDown) this.guard.answered();
         if (step.kind === 'hit') {
-          if (!(await this.held.usable(key, step.envelope, call.policy.grace))) continue;
-          endWait();
-          this.held.hold(call, step.envelope);
-          return served(step.envelope.v);
+          const envelope = await this.held.usable(key, step.envelope, call.policy.grace);
+          if (!envelope) continue;
+          if (!this.expired(envelope, call.policy.grace)) {
+            endWait();
+            this.held.hold(call, envelope);
+            return served(envelope.v);
+          }
+          // Expired, and kept in the store while a refresh runs: wait for its fill.
+          if (step.refreshTtlMs !== undefined)
+            step = { kind: 'busy', lockTtlMs: step.refreshTtlMs };
+          else {
+            // Expired and nobody refreshes it: take the refresh's lock and load.
+            let locked;
+            try {
+              locked = await this.store.tryLock(key, token, lock.ttl, envelope);
+            } catch (err) {
+              endWait();
+              const fallback = await this.fallback.serve(call, err);
+              return served(fallback.value, fallback.loaded);
+            }
+            if (locked) {
+              endWait();
+              stopWatching();
+              return served(await this.fill.run(call, token), true);
+            }
+            continue;
+          }
         }
         if (step.kind === 'locked') {
           endWait();
           stopWatching();
-          return served(await this.fill.run(call, token), true);
+          return served(await this.fill.run(call, step.token ?? token), true);
         }
         const now = this.clock.now();
         if (waitStart === undefined) {

@@ -2,8 +2,14 @@ import type { Envelope, EnvelopeCodec } from './envelope';
 
 /** Outcome of one atomic "read the value, else try to take the lock" step. */
 export type ReadOrLockResult<T = unknown> =
-  | { kind: 'hit'; envelope: Envelope<T> }
-  | { kind: 'locked' }
+  /**
+   * The stored value. With `refreshTtlMs`, a refresh of it is in flight (its lock expires in that
+   * many ms) and the caller is registered as its waiter: a caller that finds the value expired
+   * waits for that refresh's fill.
+   */
+  | { kind: 'hit'; envelope: Envelope<T>; refreshTtlMs?: number }
+  /** The lock was taken; `token`, when given, replaces the caller's token for fill, unlock and extend. */
+  | { kind: 'locked'; token?: string }
   /** Someone else holds the lock; it expires in `lockTtlMs` (-1: unknown). */
   | { kind: 'busy'; lockTtlMs: number };
 

@@ -2,6 +2,7 @@ import { Cluster } from 'ioredis';
 import type { Envelope, EnvelopeCodec } from '../core/envelope';
 import { bySlot } from './key-slot';
 import type { RedisClient } from './redis-connection';
+import { decodeStored } from './value-lock';
 
 /**
  * The envelopes stored at `names` (Redis keys), in their order: one MGET; on a Cluster, one MGET
@@ -26,5 +27,5 @@ export async function mget<T>(
   } else {
     raws = await client.mget(names);
   }
-  return raws.map((raw) => codec.decode<T>(raw));
+  return raws.map((raw) => decodeStored<T>(codec, raw));
 }

@@ -3,6 +3,7 @@ import type { InvalidationMessage, InvalidationMode, TagState } from '../core/st
 import type { StampedeKeys } from './keys';
 import type { RedisBus } from './redis-bus';
 import type { RedisClient } from './redis-connection';
+import { decodeStored } from './value-lock';
 import {
   INVALIDATE,
   REPLACE,
@@ -41,17 +42,12 @@ export class RedisInvalidations {
     this.scripts = client as ScriptClient;
   }
 
-  /** DEL and PUBLISH in one script. */
+  /** DEL (of a value, not of a lock mark) and PUBLISH in one script. */
   async invalidate(key: string): Promise<void> {
     const message: InvalidationMessage = { keys: [key] };
     await this.call(
       () =>
-        this.scripts[INVALIDATE.name](
-          this.keys.value(key),
-          this.keys.lock(key),
-          this.keys.bus,
-          this.bus.text(message),
-        ),
+        this.scripts[INVALIDATE.name](this.keys.value(key), this.keys.bus, this.bus.text(message)),
       () => this.bus.deliver(message),
     );
   }
@@ -81,7 +77,7 @@ export class RedisInvalidations {
     const message: InvalidationMessage = { keys: [key] };
     for (let tries = 0; tries < EXPIRE_TRIES; tries++) {
       const raw = await this.call(() => this.scripts.get(this.keys.value(key)));
-      const envelope = this.codec.decode(raw);
+      const envelope = decodeStored(this.codec, raw);
       if (!envelope?.g || raw === null) return this.invalidate(key);
       if (envelope.e <= at) return; // already stale: the other instances see it so too
       const stale = this.codec.encode({

@@ -26,7 +26,8 @@ import {
   toStoreError,
   whenReady,
 } from './redis-connection';
-import { EXTEND_LOCK, FILLED, READ_OR_WAIT, SCRIPTS, UNLOCK, WAITING } from './scripts';
+import { EXTEND_LOCK, READ_OR_WAIT, SCRIPTS, UNLOCK } from './scripts';
+import { decodeStored, isValueLock, valueLockOf, WAITING } from './value-lock';
 
 export type { RedisConnection } from './redis-connection';
 export { isRedisClient } from './redis-connection';
@@ -42,11 +43,9 @@ export interface RedisStoreOptions {
   codec?: EnvelopeCodec;
 }
 
-/** The longest a fill's FILLED mark stays in the lock (ms). */
-const FILLED_MS = 1000;
-
 /**
- * The distributed store: envelopes in Redis, locks by `SET NX PX` with a random token, and fill
+ * The distributed store: envelopes in Redis, locks by `SET NX PX` with a random token (a miss's
+ * lock is a mark in the value key, see value-lock.ts; a refresh's, a key of its own), and fill
  * notifications on one channel per key, which only the instances waiting for that key subscribe
  * to (sharded pub/sub on a Cluster). A fill publishes only when the lock says someone waits.
  * Clients passed in by the app are used but not closed; clients it creates are closed by close().
@@ -111,7 +110,8 @@ export class RedisStore implements StampedeStore {
     return this.call(() => mget<T>(this.client, keys.map(this.keys.value, this.keys), this.codec));
   }
 
-  private readonly decode = (raw: string | null): Envelope | undefined => this.codec.decode(raw);
+  private readonly decode = (raw: string | null): Envelope | undefined =>
+    decodeStored(this.codec, raw);
 
   async set(key: string, envelope: Envelope, ttlMs: number, raw?: string): Promise<void> {
     const text = raw ?? this.codec.encode(envelope);
@@ -145,10 +145,10 @@ export class RedisStore implements StampedeStore {
   }
 
   /**
-   * A first attempt (right after a read that missed) is one `SET lock NX PX`: a value filled
-   * since that read left FILLED in the lock, so the attempt finds the lock taken and the caller
-   * reads the value on its waiting attempt. A waiting attempt runs READ_OR_WAIT, which reads the
-   * value, takes a free (or FILLED) lock, or marks the lock as waited for.
+   * A first attempt (right after a read that missed) is one `SET value <mark> NX PX`: a value
+   * filled since that read makes it fail, and the caller reads the value on its waiting attempt.
+   * A waiting attempt runs READ_OR_WAIT, which reads the value, takes the lock when the key is
+   * empty, or marks the lock as waited for. The lock's token is then the mark.
    */
   async readOrLock<T>(
     key: string,
@@ -156,14 +156,15 @@ export class RedisStore implements StampedeStore {
     lockTtlMs: number,
     waiting = false,
   ): Promise<ReadOrLockResult<T>> {
-    if (waiting) return this.readOrWait(key, token, lockTtlMs);
+    const mark = valueLockOf(token);
+    if (waiting) return this.readOrWait(key, mark, lockTtlMs);
     const set = await this.call(
-      () => this.client.set(this.keys.lock(key), token, 'PX', lockTtlMs, 'NX'),
+      () => this.client.set(this.keys.value(key), mark, 'PX', lockTtlMs, 'NX'),
       (late) => {
-        if (late === 'OK') this.releaseQuietly(key, token);
+        if (late === 'OK') this.releaseQuietly(key, mark);
       },
     );
-    return set === 'OK' ? { kind: 'locked' } : { kind: 'busy', lockTtlMs: -1 };
+    return set === 'OK' ? { kind: 'locked', token: mark } : { kind: 'busy', lockTtlMs: -1 };
   }
 
   async tryLock(
@@ -172,9 +173,14 @@ export class RedisStore implements StampedeStore {
     lockTtlMs: number,
     current?: Envelope,
   ): Promise<boolean> {
-    const [locked, raw] = await this.lockAndRead(key, token, lockTtlMs);
-    if (locked && current && !sameEnvelope(this.codec.decode(raw), current)) {
-      // Refreshed by someone else since the caller read it: this expiry is already dealt with.
+    // A value that would expire before the refresh's lock is kept that long: callers that find
+    // it expired then wait for this refresh (see READ_OR_WAIT) instead of loading it again.
+    const keep = current !== undefined && current.e + (current.g ?? 0) - this.now() < lockTtlMs;
+    const [locked, raw] = await this.lockAndRead(key, token, lockTtlMs, keep);
+    const refreshed = current && !sameEnvelope(decodeStored(this.codec, raw), current);
+    if (locked && (refreshed || isValueLock(raw))) {
+      // Refreshed by someone else since the caller read it (this expiry is already dealt with),
+      // or a miss is loading it.
       this.releaseQuietly(key, token);
       return false;
     }
@@ -182,7 +188,9 @@ export class RedisStore implements StampedeStore {
   }
 
   async extendLock(key: string, token: string, lockTtlMs: number): Promise<boolean> {
-    return (await this.script(EXTEND_LOCK.name, this.keys.lock(key), token, lockTtlMs)) === 1;
+    return (
+      (await this.script(EXTEND_LOCK.name, this.lockHolder(key, token), token, lockTtlMs)) === 1
+    );
   }
 
   async unlock(key: string, token: string): Promise<boolean> {
@@ -190,11 +198,12 @@ export class RedisStore implements StampedeStore {
   }
 
   /**
-   * With `token`: one round trip of SET of the value and `SET lock FILLED PX GET`, then a PUBLISH
-   * only if the lock was marked as waited for. The lock is released whoever holds it: a late
-   * holder's fill stores a fresh value, so callers are served and no lock is left waiting for a
-   * fill. FILLED stays a moment (at most 1 s, a quarter of the TTL), for callers that missed
-   * just before the fill.
+   * With a miss's lock: one `SET value PX GET` over the lock mark, then a PUBLISH only if the
+   * mark it replaced says someone waits (or the mark was replaced meanwhile, by a `set` or a
+   * later holder). With a refresh's lock: the SET and a GETDEL of the lock key in one round
+   * trip, then a PUBLISH only if the lock says someone waits. The lock is released whoever holds
+   * it: a late holder's fill stores a fresh value, so callers are served and no lock is left
+   * waiting for a fill.
    */
   async fill(
     key: string,
@@ -205,15 +214,26 @@ export class RedisStore implements StampedeStore {
   ): Promise<void> {
     if (!token) return this.set(key, envelope, ttlMs, raw);
     const text = raw ?? this.codec.encode(envelope);
-    const markMs = Math.max(1, Math.min(FILLED_MS, Math.floor((envelope.e - this.now()) / 4)));
-    // Two commands written together: one round trip, without a pipeline's objects.
-    const [, holder] = await this.call(() =>
-      Promise.all([
-        this.client.set(this.keys.value(key), text, 'PX', ttlMs),
-        this.client.set(this.keys.lock(key), FILLED, 'PX', markMs, 'GET'),
-      ]),
-    );
-    if (typeof holder === 'string' && holder.endsWith(WAITING)) {
+    let waited: boolean;
+    if (isValueLock(token)) {
+      const replaced = await this.call(() =>
+        this.client.set(this.keys.value(key), text, 'PX', ttlMs, 'GET'),
+      );
+      waited =
+        replaced !== null &&
+        replaced !== token &&
+        (!isValueLock(replaced) || replaced.endsWith(WAITING));
+    } else {
+      // Two commands written together: one round trip, without a pipeline's objects.
+      const [, holder] = await this.call(() =>
+        Promise.all([
+          this.client.set(this.keys.value(key), text, 'PX', ttlMs),
+          this.client.getdel(this.keys.lock(key)),
+        ]),
+      );
+      waited = typeof holder === 'string' && holder.endsWith(WAITING);
+    }
+    if (waited) {
       await this.call(() => this.client[this.pubsub.publish](this.keys.channel(key), key));
     }
   }
@@ -285,7 +305,7 @@ export class RedisStore implements StampedeStore {
 
   private async readOrWait<T>(
     key: string,
-    token: string,
+    mark: string,
     lockTtlMs: number,
   ): Promise<ReadOrLockResult<T>> {
     const reply = (await this.call(
@@ -293,35 +313,42 @@ export class RedisStore implements StampedeStore {
         (this.client as ScriptClient)[READ_OR_WAIT.name](
           this.keys.value(key),
           this.keys.lock(key),
-          token,
+          mark,
           lockTtlMs,
         ),
       (late) => {
-        if ((late as [number])[0] === 2) this.releaseQuietly(key, token);
+        if ((late as [number])[0] === 2) this.releaseQuietly(key, mark);
       },
-    )) as [number, (string | number)?];
+    )) as [number, (string | number)?, number?];
     if (reply[0] === 1) {
       const envelope = this.codec.decode<T>(reply[1] as string);
+      if (envelope && reply[2] !== undefined)
+        return { kind: 'hit', envelope, refreshTtlMs: Number(reply[2]) };
       if (envelope) return { kind: 'hit', envelope };
       // A corrupt value: drop it and compete for the lock as on a miss.
       await this.delete(key);
-      return this.readOrWait(key, token, lockTtlMs);
+      return this.readOrWait(key, mark, lockTtlMs);
     }
-    if (reply[0] === 2) return { kind: 'locked' };
+    if (reply[0] === 2) return { kind: 'locked', token: mark };
     return { kind: 'busy', lockTtlMs: Number(reply[1]) };
   }
 
-  /** `SET lock NX PX` and GET of the value in one round trip; a late lock is released. */
+  /**
+   * `SET lock NX PX` and GET of the value in one round trip (with `keep`, a PEXPIRE of the value
+   * to the lock's TTL too); a late lock is released.
+   */
   private async lockAndRead(
     key: string,
     token: string,
     lockTtlMs: number,
+    keep: boolean,
   ): Promise<[boolean, string | null]> {
     const [set, raw] = await this.call(
       () =>
         Promise.all([
           this.client.set(this.keys.lock(key), token, 'PX', lockTtlMs, 'NX'),
           this.client.get(this.keys.value(key)),
+          keep ? this.client.pexpire(this.keys.value(key), lockTtlMs) : undefined,
         ]),
       ([lateSet]) => {
         if (lateSet === 'OK') this.releaseQuietly(key, token);
@@ -343,7 +370,12 @@ export class RedisStore implements StampedeStore {
   }
 
   private unlockArgs(key: string, token: string): string[] {
-    return [this.keys.lock(key), token, this.pubsub.publish, this.keys.channel(key), key];
+    return [this.lockHolder(key, token), token, this.pubsub.publish, this.keys.channel(key), key];
+  }
+
+  /** The key a lock lives in: the value key for a miss's mark, the lock key for a refresh's token. */
+  private lockHolder(key: string, token: string): string {
+    return isValueLock(token) ? this.keys.value(key) : this.keys.lock(key);
   }
 
   private script(name: string, ...args: (string | number)[]): Promise<unknown> {

@@ -1,43 +1,53 @@
-/**
- * The Lua scripts, registered with ioredis `defineCommand`. The common path needs none: a hit is
- * one GET, a lock attempt one `SET NX`, a fill one pipelined SET of the value and `SET GET` of
- * the lock. Scripts serve the rarer steps that must compare before acting. Each script's keys and
- * channel share one hash slot (see keys.ts), so they run on a Redis Cluster as well.
- *
- * A lock's value is its holder's token; a waiting instance appends WAITING to it, so the fill
- * publishes a notification only when some instance waits for it. A fill leaves FILLED in the lock
- * for a moment: a caller that missed just before the fill finds the lock taken instead of taking
- * it, and reads the value (READ_OR_WAIT, which takes a FILLED lock when the value is gone).
- */
-export const WAITING = '|w';
-export const FILLED = '|filled';
+import { VALUE_LOCK, VALUE_LOCK_LUA, WAITING } from './value-lock';
 
 /**
- * KEYS[1] value key, KEYS[2] lock key; ARGV[1] token, ARGV[2] lock ttl (ms).
- * Returns {1, value} when cached, {2} when the lock was taken (free, or FILLED by a value that
- * is gone since), else marks the lock as waited for and returns {3, pttl}.
+ * The Lua scripts, registered with ioredis `defineCommand`. The common path needs none: a hit is
+ * one GET, a lock attempt one `SET NX` of a lock mark in the value key (see value-lock.ts), a
+ * fill one `SET GET` of the value over it. Scripts serve the rarer steps that must compare
+ * before acting. Each script's keys and channel share one hash slot (see keys.ts), so they run
+ * on a Redis Cluster as well.
+ *
+ * A lock mark ends with its holder's token; a waiting instance appends WAITING to it, so the fill
+ * publishes a notification only when some instance waits for it.
+ */
+const IS_LOCK = `local function isLock(text) return string.sub(text, 1, ${VALUE_LOCK.length}) == '${VALUE_LOCK_LUA}' end`;
+
+/**
+ * KEYS[1] value key, KEYS[2] refresh lock key; ARGV[1] lock mark, ARGV[2] lock ttl (ms).
+ * Returns {2} when the lock was taken (the key was empty); {3, pttl} when a miss holds it, after
+ * marking it as waited for; else {1, value}, with the pttl of a refresh in flight as a third
+ * element (its lock then marked as waited for too: a caller that finds the value expired waits
+ * for that refresh's fill).
  */
 export const READ_OR_WAIT = {
   name: 'stampedeReadOrWait',
   numberOfKeys: 2,
-  lua: `
+  lua: `${IS_LOCK}
+local function markWaited(key, holder)
+  if string.sub(holder, -2) ~= '${WAITING}' then
+    redis.call('SET', key, holder .. '${WAITING}', 'KEEPTTL')
+  end
+end
 local v = redis.call('GET', KEYS[1])
-if v then return {1, v} end
-local holder = redis.call('GET', KEYS[2])
-if not holder or holder == '${FILLED}' then
-  redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
+if not v then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
   return {2}
 end
-if string.sub(holder, -2) ~= '${WAITING}' then
-  redis.call('SET', KEYS[2], holder .. '${WAITING}', 'KEEPTTL')
+if isLock(v) then
+  markWaited(KEYS[1], v)
+  return {3, redis.call('PTTL', KEYS[1])}
 end
-return {3, redis.call('PTTL', KEYS[2])}
+local refresh = redis.call('GET', KEYS[2])
+if not refresh then return {1, v} end
+markWaited(KEYS[2], refresh)
+return {1, v, redis.call('PTTL', KEYS[2])}
 `,
 };
 
 /**
- * KEYS[1] lock key; ARGV[1] token, ARGV[2] publish command, ARGV[3] channel, ARGV[4] message.
- * Deletes the lock only if the token holds it, and wakes the waiters if there are any.
+ * KEYS[1] the key holding the lock (the value key's mark, or a refresh's lock key); ARGV[1] the
+ * holder's text, ARGV[2] publish command, ARGV[3] channel, ARGV[4] message. Deletes the lock only
+ * if it is still that holder's, and wakes the waiters if there are any.
  * Returns 1 if released.
  */
 export const UNLOCK = {
@@ -54,7 +64,7 @@ return 0
 `,
 };
 
-/** KEYS[1] lock key; ARGV[1] token, ARGV[2] ttl (ms). Resets the TTL if the token holds the lock. Returns 1 if extended. */
+/** KEYS[1] the key holding the lock; ARGV[1] the holder's text, ARGV[2] ttl (ms). Resets the TTL if it still holds the lock. Returns 1 if extended. */
 export const EXTEND_LOCK = {
   name: 'stampedeExtendLock',
   numberOfKeys: 1,
@@ -130,16 +140,16 @@ return v
 };
 
 /**
- * KEYS[1] value key, KEYS[2] lock key; ARGV[1] invalidation bus channel, ARGV[2] message.
- * Deletes the value (and a FILLED mark, so the next caller takes the lock at once) and tells the
- * other instances in one step: a delete carried out late is broadcast all the same.
+ * KEYS[1] value key; ARGV[1] invalidation bus channel, ARGV[2] message. Deletes the value (not a
+ * lock mark: its holder's fill comes next) and tells the other instances in one step: a delete
+ * carried out late is broadcast all the same.
  */
 export const INVALIDATE = {
-  name: 'stampedeInvalidate2',
-  numberOfKeys: 2,
-  lua: `
-redis.call('DEL', KEYS[1])
-if redis.call('GET', KEYS[2]) == '${FILLED}' then redis.call('DEL', KEYS[2]) end
+  name: 'stampedeInvalidate',
+  numberOfKeys: 1,
+  lua: `${IS_LOCK}
+local v = redis.call('GET', KEYS[1])
+if v and not isLock(v) then redis.call('DEL', KEYS[1]) end
 redis.call('PUBLISH', ARGV[1], ARGV[2])
 return 1
 `,
