@@ -46,6 +46,33 @@ describe('LockPath: try, wait, notify', () => {
     await s.close();
   });
 
+  it('an expired value still in the store that nobody refreshes: loaded once, under the refresh lock', async () => {
+    const s = stages();
+    await s.store.set('k', { v: 'old', d: 0, e: s.clock.now() - 1 }, 60_000);
+    const c = s.call('k', async () => 'new', { lock: true });
+    expect(await s.lockPath.load(c)).toEqual({ value: 'new', waited: false, loaded: true });
+    expect(s.counts().loads).toBe(1);
+    expect(await s.store.tryLock('k', 'next', 60_000)).toBe(true); // released by the fill
+    await s.close();
+  });
+
+  it('an expired value whose refresh runs elsewhere: the caller sleeps poll by poll and gets the refresh', async () => {
+    const s = stages();
+    await s.store.set('k', { v: 'old', d: 0, e: s.clock.now() - 1 }, 60_000);
+    await s.store.tryLock('k', 'elsewhere', 60_000);
+    const c = s.call('k', async () => 'mine', { lock: { ttl: 60_000, poll: 10, wait: 120_000 } });
+    const waiting = s.lockPath.load(c);
+    for (let t = 0; t < 3; t++) {
+      await settle(2); // it must yield: no loop of lock attempts without a timer
+      s.clock.advance(10);
+    }
+    await s.store.fill('k', { v: 'refreshed', d: 0, e: s.clock.now() + 1000 }, 1000, 'elsewhere');
+    s.clock.advance(10);
+    expect(await waiting).toEqual({ value: 'refreshed', waited: true, loaded: false });
+    expect(s.counts().loads).toBe(0);
+    await s.close();
+  });
+
   it('a holder that gives up (releases without a value): a waiter takes the lock and loads', async () => {
     const s = stages();
     await s.store.tryLock('k', 'elsewhere', 60_000);

@@ -130,7 +130,8 @@ export class LockPath {
               stopWatching();
               return served(await this.fill.run(call, token), true);
             }
-            continue;
+            // Someone took it meanwhile: sleep one poll, then wait for that refresh as above.
+            step = { kind: 'busy', lockTtlMs: 0 };
           }
         }
         if (step.kind === 'locked') {
