@@ -115,6 +115,15 @@ describe('RedisStore lock and notification (inspects Redis keys)', () => {
     expect(await redis.get(`${prefix}{k7}`)).toBe(mark('token-b'));
   });
 
+  it('delete() drops a value but not a lock: two callers that found the same invalidated value drop it in turn', async () => {
+    await store.fill('k9', { v: 1, d: 1, e: Date.now() + 60_000 }, 60_000);
+    await store.delete('k9'); // the first caller drops it...
+    expect(await store.readOrLock('k9', 'token-a', 5000)).toEqual(locked('token-a'));
+    await other.delete('k9'); // ...the second drops it too, after the first took the lock
+    expect(await redis.get(`${prefix}{k9}`)).toBe(mark('token-a'));
+    expect((await other.readOrLock('k9', 'token-b', 5000)).kind).toBe('busy');
+  });
+
   it('invalidate() deletes a value but keeps a lock (its holder fills next)', async () => {
     await store.fill('k8', { v: 1, d: 1, e: Date.now() + 60_000 }, 60_000);
     await store.invalidate('k8');

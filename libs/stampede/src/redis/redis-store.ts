@@ -26,7 +26,7 @@ import {
   toStoreError,
   whenReady,
 } from './redis-connection';
-import { EXTEND_LOCK, READ_OR_WAIT, SCRIPTS, UNLOCK } from './scripts';
+import { DROP_VALUE, EXTEND_LOCK, READ_OR_WAIT, SCRIPTS, UNLOCK } from './scripts';
 import { decodeStored, isValueLock, valueLockOf, WAITING } from './value-lock';
 
 export type { RedisConnection } from './redis-connection';
@@ -118,8 +118,9 @@ export class RedisStore implements StampedeStore {
     await this.call(() => this.client.set(this.keys.value(key), text, 'PX', ttlMs));
   }
 
+  /** Deletes the value, leaving a miss's lock mark alone (see DROP_VALUE). */
   async delete(key: string): Promise<void> {
-    await this.call(() => this.client.del(this.keys.value(key)));
+    await this.script(DROP_VALUE.name, this.keys.value(key));
   }
 
   tagVersions(tags: string[], floors: number[]): Promise<number[]> {

@@ -225,7 +225,26 @@ return 1
 `,
 };
 
+/**
+ * KEYS[1] value key. Deletes the value, not a lock mark: callers that found the same invalidated
+ * value drop it one after the other, and the second must not free the first one's lock.
+ * Returns 1 if deleted.
+ */
+export const DROP_VALUE = {
+  name: 'stampedeDropValue',
+  numberOfKeys: 1,
+  lua: `${IS_LOCK}
+local v = redis.call('GET', KEYS[1])
+if v and not isLock(v) then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+return 0
+`,
+};
+
 export const SCRIPTS = [
+  DROP_VALUE,
   READ_OR_WAIT,
   UNLOCK,
   EXTEND_LOCK,
