@@ -149,6 +149,21 @@ describe('RedisStore lock and notification (inspects Redis keys)', () => {
     expect(await other.get('k6')).toMatchObject({ v: 'newer' });
   });
 
+  it('a refresh attempt made with a value read before another fill leaves the new value its TTL', async () => {
+    const read = { v: 'old', d: 10, e: Date.now() + 1000 };
+    await store.set('k10', read, 1000);
+    // Another instance refreshed it meanwhile, for a minute.
+    await other.fill('k10', { v: 'new', d: 10, e: Date.now() + 60_000 }, 60_000);
+    expect(await store.tryLock('k10', 'token-a', 5000, read)).toBe(false);
+    expect(await redis.pttl(`${prefix}{k10}`)).toBeGreaterThan(50_000);
+    // The holder of the refresh's lock keeps the value it read while it loads.
+    const near = { v: 'near', d: 10, e: Date.now() + 1000 };
+    await store.set('k10', near, 1000);
+    expect(await store.tryLock('k10', 'token-b', 5000, near)).toBe(true);
+    await store.get('k10'); // after the PEXPIRE, sent on the same connection
+    expect(await redis.pttl(`${prefix}{k10}`)).toBeGreaterThan(3000);
+  });
+
   it('a value that is not an envelope is a miss, and is replaced', async () => {
     await redis.set(`${prefix}{k4}`, 'not json');
     expect(await store.get('k4')).toBeUndefined();

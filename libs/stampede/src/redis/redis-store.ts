@@ -174,18 +174,23 @@ export class RedisStore implements StampedeStore {
     lockTtlMs: number,
     current?: Envelope,
   ): Promise<boolean> {
-    // A value that would expire before the refresh's lock is kept that long: callers that find
-    // it expired then wait for this refresh (see READ_OR_WAIT) instead of loading it again.
-    const keep = current !== undefined && current.e + (current.g ?? 0) - this.now() < lockTtlMs;
-    const [locked, raw] = await this.lockAndRead(key, token, lockTtlMs, keep);
+    const [locked, raw] = await this.lockAndRead(key, token, lockTtlMs);
+    if (!locked) return false;
     const refreshed = current && !sameEnvelope(decodeStored(this.codec, raw), current);
-    if (locked && (refreshed || isValueLock(raw))) {
+    if (refreshed || isValueLock(raw)) {
       // Refreshed by someone else since the caller read it (this expiry is already dealt with),
       // or a miss is loading it.
       this.releaseQuietly(key, token);
       return false;
     }
-    return locked;
+    // A value that would expire before the refresh's lock is kept that long: callers that find
+    // it expired then wait for this refresh (see READ_OR_WAIT) instead of loading it again. Only
+    // the lock's holder does it, once it knows the value is the one it read: a newer value must
+    // not be cut short.
+    if (current && current.e + (current.g ?? 0) - this.now() < lockTtlMs) {
+      this.client.pexpire(this.keys.value(key), lockTtlMs).catch(() => undefined);
+    }
+    return true;
   }
 
   async extendLock(key: string, token: string, lockTtlMs: number): Promise<boolean> {
@@ -342,14 +347,12 @@ export class RedisStore implements StampedeStore {
     key: string,
     token: string,
     lockTtlMs: number,
-    keep: boolean,
   ): Promise<[boolean, string | null]> {
     const [set, raw] = await this.call(
       () =>
         Promise.all([
           this.client.set(this.keys.lock(key), token, 'PX', lockTtlMs, 'NX'),
           this.client.get(this.keys.value(key)),
-          keep ? this.client.pexpire(this.keys.value(key), lockTtlMs) : undefined,
         ]),
       ([lateSet]) => {
         if (lateSet === 'OK') this.releaseQuietly(key, token);
