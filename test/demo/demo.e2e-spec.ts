@@ -75,10 +75,16 @@ describe('npm run demo', () => {
       () => (output.match(/reached \d+ ticks\/s/g) ?? []).length >= 3,
       30_000,
     );
-    const rates = [...output.matchAll(/reached (\d+) ticks\/s/g)].map((m) => Number(m[1]));
+    const reports = [...output.matchAll(/reached (\d+) ticks\/s over the last ([\d.]+) s/g)].map(
+      (m) => ({ rate: Number(m[1]), seconds: Number(m[2]) }),
+    );
     // The collector paces itself to 10 x 20 = 200 ticks/s (the first second includes start-up).
-    expect(Math.max(...rates.slice(1))).toBeGreaterThan(150);
-    expect(Math.max(...rates.slice(1))).toBeLessThan(250);
+    expect(Math.max(...reports.slice(1).map((r) => r.rate))).toBeGreaterThan(150);
+    // It never runs ahead of that pace since it started. (One second may be above it: after a
+    // stall of the machine it catches up.)
+    const published = reports.reduce((n, r) => n + r.rate * r.seconds, 0);
+    const seconds = reports.reduce((n, r) => n + r.seconds, 0);
+    expect(published / seconds).toBeLessThan(220); // the printed seconds are rounded
     expect((await redis.keys(`${prefix}*`)).length).toBeGreaterThan(0);
 
     demo.kill('SIGINT');
