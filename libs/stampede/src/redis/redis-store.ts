@@ -174,8 +174,18 @@ export class RedisStore implements StampedeStore {
     lockTtlMs: number,
     current?: Envelope,
   ): Promise<boolean> {
-    const [locked, raw] = await this.lockAndRead(key, token, lockTtlMs);
-    if (!locked) return false;
+    // SET NX of the lock and GET of the value in one round trip; a late lock is released.
+    const [set, raw] = await this.call(
+      () =>
+        Promise.all([
+          this.client.set(this.keys.lock(key), token, 'PX', lockTtlMs, 'NX'),
+          this.client.get(this.keys.value(key)),
+        ]),
+      ([lateSet]) => {
+        if (lateSet === 'OK') this.releaseQuietly(key, token);
+      },
+    );
+    if (set !== 'OK') return false;
     const refreshed = current && !sameEnvelope(decodeStored(this.codec, raw), current);
     if (refreshed || isValueLock(raw)) {
       // Refreshed by someone else since the caller read it (this expiry is already dealt with),
@@ -337,28 +347,6 @@ export class RedisStore implements StampedeStore {
     }
     if (reply[0] === 2) return { kind: 'locked', token: mark };
     return { kind: 'busy', lockTtlMs: Number(reply[1]) };
-  }
-
-  /**
-   * `SET lock NX PX` and GET of the value in one round trip (with `keep`, a PEXPIRE of the value
-   * to the lock's TTL too); a late lock is released.
-   */
-  private async lockAndRead(
-    key: string,
-    token: string,
-    lockTtlMs: number,
-  ): Promise<[boolean, string | null]> {
-    const [set, raw] = await this.call(
-      () =>
-        Promise.all([
-          this.client.set(this.keys.lock(key), token, 'PX', lockTtlMs, 'NX'),
-          this.client.get(this.keys.value(key)),
-        ]),
-      ([lateSet]) => {
-        if (lateSet === 'OK') this.releaseQuietly(key, token);
-      },
-    );
-    return [set === 'OK', raw];
   }
 
   /**
