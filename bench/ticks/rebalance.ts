@@ -86,7 +86,10 @@ export async function runRebalanceBench(argv: string[]): Promise<unknown> {
         if (msg.type === 'joining') member.joinedAt = msg.at;
         else if (msg.type === 'ready') resolve(member);
         else if (msg.type === 'handled')
-          for (const row of msg.rows) (handled.push(row), handledBy.set(row, name));
+          for (const row of msg.rows) {
+            handled.push(row);
+            handledBy.set(row, name);
+          }
         else if (msg.type === 'partition') {
           member.events.push(msg);
           if (msg.event === 'assigned') member.owned.add(msg.partition);
