@@ -20,6 +20,8 @@ import { DemoTicksBenchOptions, parseDemoTicksArgs } from './options';
 
 const ROOT = join(__dirname, '..', '..');
 const INTERVALS = ['1m', '5m', '30m'];
+/** Seconds between samples of the consumer's RSS and /metrics. */
+const SAMPLE_S = 1;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Resident set size of a process in MB (Linux /proc), or NaN elsewhere. */
@@ -149,7 +151,7 @@ export async function runDemoTicksBench(o: DemoTicksBenchOptions) {
     const latencySamples: { elapsed: number; buckets: Buckets }[] = [];
     const deadline = started + durationMs + o['drain-timeout'] * 1000;
     for (let second = 1; ; second++) {
-      await sleep(Math.max(0, started + second * o.sample * 1000 - Date.now()));
+      await sleep(Math.max(0, started + second * SAMPLE_S * 1000 - Date.now()));
       const [m, added, group] = await Promise.all([
         scrape(url),
         redis
@@ -164,7 +166,7 @@ export async function runDemoTicksBench(o: DemoTicksBenchOptions) {
       const handled = m.counter('ticks_handled_total');
       const xacks = m.counter('redis_streams_xack_calls_total');
       if (handled > prev.handled) lastHandledAt = Date.now();
-      const rate = (now: number, before: number) => (now - before) / o.sample;
+      const rate = (now: number, before: number) => (now - before) / SAMPLE_S;
       timeline.push({
         ...{
           second,
@@ -228,7 +230,7 @@ export async function runDemoTicksBench(o: DemoTicksBenchOptions) {
       ...{ volumeInCandles: perInterval('volume'), tradesInCandles: perInterval('trades') },
       timeline,
     };
-    if (o.print) process.stdout.write(`${formatReport(result)}\n`);
+    process.stdout.write(`${formatReport(result)}\n`);
     return result;
   } finally {
     for (const child of children) await stopProcess(child, 'SIGKILL');
@@ -365,7 +367,7 @@ export function formatReport(r: DemoTicksBenchResult): string {
     '',
     summary,
     '',
-    `timeline (means over ${every} samples of ${o.sample} s):`,
+    `timeline (means over ${every} samples of ${SAMPLE_S} s):`,
     timeline,
   ].join('\n');
 }
