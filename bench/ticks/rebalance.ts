@@ -53,8 +53,8 @@ type Move = { what: string; at: number; partitions: number[]; doneAt?: number };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function until(what: string, check: () => boolean, ms: number): Promise<void> {
-  for (const deadline = Date.now() + ms; !check(); await sleep(20))
+async function until(what: string, check: () => boolean | Promise<boolean>, ms: number) {
+  for (const deadline = Date.now() + ms; !(await check()); await sleep(20))
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
 }
 
@@ -182,7 +182,6 @@ export async function runRebalanceBench(argv: string[]): Promise<unknown> {
     let seen = 0;
     let drainedChecks = 0;
     let nextCheck = 0;
-    let checking = false;
     const drained = async () => {
       for (const s of partitionStreams(stream, partitions)) {
         const { pending, lag } = await groupInfo(redis, s);
@@ -190,7 +189,7 @@ export async function runRebalanceBench(argv: string[]): Promise<unknown> {
       }
       return true;
     };
-    const allHandled = () => {
+    const allHandled = async () => {
       // The earliest handling of each message, whichever consumer's report arrived first.
       for (; seen < handled.length; seen++) {
         const row = handled[seen];
@@ -198,14 +197,9 @@ export async function runRebalanceBench(argv: string[]): Promise<unknown> {
         if (!first || row[3] < first[3]) firsts.set(row[1], row);
       }
       if (firsts.size >= total) return true;
-      if (!checking && Date.now() >= nextCheck) {
-        checking = true;
-        nextCheck = Date.now() + 1000;
-        void drained().then((yes) => {
-          drainedChecks = yes ? drainedChecks + 1 : 0;
-          checking = false;
-        });
-      }
+      if (Date.now() < nextCheck) return false;
+      nextCheck = Date.now() + 1000;
+      drainedChecks = (await drained()) ? drainedChecks + 1 : 0;
       return drainedChecks >= 3;
     };
     await until('every message handled', allHandled, 120_000);
