@@ -22,7 +22,10 @@ export interface HitPathServer {
   startFirst?: boolean;
 }
 
-/** `profile`: profile each server over one more run (not one of the rounds) into `dir`. */
+/**
+ * `profile`: profile each server over one more run (not one of the rounds) into `dir`, with V8's
+ * sampler (.cpuprofile) or Linux perf (on-CPU samples only: see perf-profile.ts).
+ */
 export type HitPathOptions = Record<'connections' | 'durationS' | 'warmupS' | 'rounds', number> & {
   profile?: { dir: string; with: 'v8' | 'perf' };
   log: (line: string) => void;
