@@ -8,7 +8,6 @@
  * the moved partitions while they moved, against the steady delay of the run's first 20 %. It
  * also checks that every message was handled and each key's first handlings came in order.
  */
-import { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { firstValueFrom } from 'rxjs';
@@ -18,7 +17,7 @@ import {
   partitionStreams,
 } from '@nest-redis-resilience/stream-batch-ack';
 import { cliOptions, num, str } from '../shared/args';
-import { forkTsProcess, isRunning } from '../shared/child';
+import { Child, forkTs } from '../shared/child';
 import { columns } from '../shared/columns';
 import { groupInfo } from '../shared/redis-stats';
 import { quantile, renderTable } from '../shared/table';
@@ -41,10 +40,9 @@ const SPEC = {
 };
 
 interface Member {
-  proc: ChildProcess;
+  child: Child<RebalanceChildMessage, { type: 'stop' }>;
   owned: Set<number>;
   events: { event: string; partition: number; at: number }[];
-  closed: Promise<unknown>;
   joinedAt: number;
 }
 
@@ -72,34 +70,31 @@ export async function runRebalanceBench(argv: string[]): Promise<unknown> {
   const members: Member[] = [];
   const handled: HandledRow[] = [];
   const handledBy = new Map<HandledRow, string>();
-  const start = (name: string): Promise<Member> => {
+  const start = async (name: string): Promise<Member> => {
     const cfg = { redisUrl, stream, consumer: name, partitions, leaseMs };
-    // The partition events stream in: read off the process, not waited for one by one.
-    const proc = forkTsProcess(join(__dirname, 'rebalance-consumer.ts'), {
+    const child: Member['child'] = forkTs(name, join(__dirname, 'rebalance-consumer.ts'), {
       env: { BENCH_REBALANCE_CONSUMER: JSON.stringify(cfg) },
     });
-    const closed = new Promise((resolve) => proc.once('exit', resolve));
-    const member: Member = { proc, owned: new Set(), events: [], closed, joinedAt: 0 };
-    return new Promise((resolve, reject) => {
-      proc.once('exit', (code) => reject(new Error(`${name} exited with ${code} before ready`)));
-      proc.on('message', (msg: RebalanceChildMessage) => {
-        if (msg.type === 'joining') member.joinedAt = msg.at;
-        else if (msg.type === 'ready') resolve(member);
-        else if (msg.type === 'handled')
-          for (const row of msg.rows) {
-            handled.push(row);
-            handledBy.set(row, name);
-          }
-        else if (msg.type === 'partition') {
-          member.events.push(msg);
-          if (msg.event === 'assigned') member.owned.add(msg.partition);
-          else member.owned.delete(msg.partition);
+    const member: Member = { child, owned: new Set(), events: [], joinedAt: 0 };
+    // The partition events stream in: read off the process, not waited for one by one.
+    child.proc.on('message', (msg: RebalanceChildMessage) => {
+      if (msg.type === 'joining') member.joinedAt = msg.at;
+      else if (msg.type === 'handled')
+        for (const row of msg.rows) {
+          handled.push(row);
+          handledBy.set(row, name);
         }
-      });
+      else if (msg.type === 'partition') {
+        member.events.push(msg);
+        if (msg.event === 'assigned') member.owned.add(msg.partition);
+        else member.owned.delete(msg.partition);
+      }
     });
+    await child.waitFor('ready', 180_000);
+    return member;
   };
   const balanced = () => {
-    const counts = members.filter((m) => isRunning(m.proc)).map((m) => m.owned.size);
+    const counts = members.filter((m) => m.child.running).map((m) => m.owned.size);
     const sum = counts.reduce((a, b) => a + b, 0);
     return sum === partitions && Math.max(...counts) - Math.min(...counts) <= 1;
   };
@@ -154,15 +149,15 @@ export async function runRebalanceBench(argv: string[]): Promise<unknown> {
             move.at = joined.joinedAt;
           });
         } else {
-          const victim = members.find((m) => m.proc.exitCode === null && m.owned.size > 0)!;
+          const victim = members.find((m) => m.child.running && m.owned.size > 0)!;
           const kill = next.what === 'kill -9';
           moves.push({
             what: kill ? 'a consumer killed (-9)' : 'a consumer leaves (close)',
             at: Date.now(),
             partitions: [...victim.owned],
           });
-          if (kill) victim.proc.kill('SIGKILL');
-          else victim.proc.send({ type: 'stop' });
+          if (kill) victim.child.proc.kill('SIGKILL');
+          else victim.child.send({ type: 'stop' });
           victim.owned.clear();
         }
       }
@@ -277,9 +272,9 @@ export async function runRebalanceBench(argv: string[]): Promise<unknown> {
     return report;
   } finally {
     await client.close();
-    for (const m of members) if (m.proc.connected) m.proc.send({ type: 'stop' });
-    await Promise.race([Promise.all(members.map((m) => m.closed)), sleep(15_000)]);
-    for (const m of members) if (m.proc.exitCode === null) m.proc.kill('SIGKILL');
+    for (const m of members) m.child.send({ type: 'stop' });
+    await Promise.race([Promise.all(members.map((m) => m.child.exited)), sleep(15_000)]);
+    await Promise.all(members.map((m) => m.child.kill()));
     await run.close();
   }
 }
