@@ -21,7 +21,8 @@ import { AppProcess } from '../../support/app-process';
 import { cliOptions, list, num, str } from '../shared/args';
 import { PrivateRedis } from '../shared/private-redis';
 import { collectEnvInfo, formatEnvInfo, gitRevision } from '../shared/env-info';
-import { Column, renderTable } from '../shared/table';
+import { columns } from '../shared/columns';
+import { renderTable } from '../shared/table';
 import { runLoad } from '../shared/load';
 import { snapshot, spread } from './node-stats';
 
@@ -46,6 +47,7 @@ const O = cliOptions(
   process.argv.slice(2),
 );
 const { seconds: SECONDS, symbols: SYMBOLS, rate: RATE, partitions: PARTITIONS } = O;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const say = (line: string) => process.stderr.write(`[bench:cluster] ${line}\n`);
 
@@ -95,37 +97,32 @@ async function benchTicks(topology: Topology): Promise<Row> {
     TICKS_STREAM: 'ticks',
     TICKS_PARTITIONS: String(PARTITIONS),
   };
-  const consumers = ports.map(
-    (port, i) =>
-      new AppProcess(
-        `consumer-${i + 1}`,
-        'ticks',
-        { ...env, PORT: String(port), COLLECTOR: 'false', TICKS_CONSUMER: `c${i + 1}` },
-        `http://127.0.0.1:${port}`,
-      ),
-  );
+  const consumers = ports.map((port, i) => {
+    const own = { PORT: String(port), COLLECTOR: 'false', TICKS_CONSUMER: `c${i + 1}` };
+    return new AppProcess(
+      `consumer-${i + 1}`,
+      'ticks',
+      { ...env, ...own },
+      `http://127.0.0.1:${port}`,
+    );
+  });
   try {
     await startAll(consumers, () => '/health');
     const before = await snapshot(d.ports);
     const t0 = Date.now();
     const collector = new AppProcess('collector', 'collector', {
-      ...env,
-      COLLECTOR_SYMBOLS: String(SYMBOLS),
-      COLLECTOR_RATE: String(RATE),
-      COLLECTOR_DURATION_MS: String(SECONDS * 1000),
-      COLLECTOR_REPORT_MS: '100000',
+      ...{ ...env, COLLECTOR_SYMBOLS: String(SYMBOLS), COLLECTOR_RATE: String(RATE) },
+      ...{ COLLECTOR_DURATION_MS: String(SECONDS * 1000), COLLECTOR_REPORT_MS: '100000' },
     });
     await collector.exited;
-    const stats = JSON.parse(collector.output.trim().split('\n').pop() ?? '{}') as {
-      published: number;
-      startedAt: number;
-      endedAt: number;
-    };
+    const stats = JSON.parse(collector.output.trim().split('\n').pop() ?? '{}') as Record<
+      'published' | 'startedAt' | 'endedAt',
+      number
+    >;
     if (!stats.published) throw new Error(`collector failed:\n${collector.output.slice(-2000)}`);
     const handled = () => metricSum(consumers, 'ticks_handled_total');
     const deadline = Date.now() + 120_000;
-    while ((await handled()) < stats.published && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 100));
+    while ((await handled()) < stats.published && Date.now() < deadline) await sleep(100);
     const t1 = Date.now();
     const after = await snapshot(d.ports);
     const seconds = (t1 - t0) / 1000;
@@ -191,7 +188,7 @@ async function benchShortener(topology: Topology): Promise<Row[]> {
     ];
     for (const [scenario, apps, codesUsed] of workloads) {
       // Let the previous workload's last redirect counts reach Redis (flushed every 100 ms).
-      await new Promise((r) => setTimeout(r, 500));
+      await sleep(500);
       const lookupsBefore = await lookups(apps);
       const before = await snapshot(d.ports);
       const t0 = Date.now();
@@ -248,23 +245,22 @@ async function main(): Promise<void> {
       rows.push(...(await benchShortener(topology)));
     }
   }
-  const columns: Column<Row>[] = [
-    { header: 'topology', value: label },
-    { header: 'scenario', value: (r) => r.scenario },
-    { header: 'offered/s', value: (r) => r.offered && Math.round(r.offered) },
-    { header: 'throughput/s', value: (r) => Math.round(r.throughput) },
-    { header: 'commands/s per master', value: perSecond },
-    { header: 'busiest %', value: (r) => r.busiestShare, digits: 1 },
-    { header: 'spread %', value: (r) => r.spreadPct, digits: 1 },
-    { header: 'busiest % of Redis time', value: (r) => r.busiestUsecShare, digits: 1 },
-    { header: 'DB lookups', value: (r) => r.dbLookups },
-  ];
+  const table = columns<Row>(
+    'topology, scenario, offered/s, throughput/s, commands/s per master, busiest %=busiestShare:1, spread %=spreadPct:1, busiest % of Redis time=busiestUsecShare:1, DB lookups',
+    {
+      topology: label,
+      'offered/s': (r) => r.offered && Math.round(r.offered),
+      'throughput/s': (r) => Math.round(r.throughput),
+      'commands/s per master': perSecond,
+      'DB lookups': (r) => r.dbLookups,
+    },
+  );
   const out = [
     '',
     `bench:cluster (${gitRevision(['apps', 'libs', 'bench/cluster'])})`,
     formatEnvInfo(env),
     '',
-    renderTable(columns, rows),
+    renderTable(table, rows),
     '',
     'offered: ticks/s the collector published; throughput: ticks handled/s (collector start to the last tick handled) or redirects/s (3 instances)',
     'commands/s per master: INFO commandstats deltas per node (scripts count their inner commands too)',

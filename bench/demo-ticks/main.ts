@@ -9,13 +9,10 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import {
-  forkTsProcess,
-  nextMessage,
-  startCpuProfile,
-  stopProcess,
-  writeCpuProfile,
-} from '../shared/child';
+import { sumMetric } from '../../support/app-process';
+import { forkTsProcess, nextMessage, stopProcess } from '../shared/child';
+import { startCpuProfile, writeCpuProfile } from '../shared/child';
+import { columns } from '../shared/columns';
 import { collectEnvInfo, formatEnvInfo } from '../shared/env-info';
 import { commandStats, deleteKeys, groupInfo } from '../shared/redis-stats';
 import { renderTable } from '../shared/table';
@@ -23,13 +20,16 @@ import { DemoTicksBenchOptions, parseDemoTicksArgs } from './options';
 
 const ROOT = join(__dirname, '..', '..');
 const INTERVALS = ['1m', '5m', '30m'];
+/** Seconds between samples of the consumer's RSS and /metrics. */
+const SAMPLE_S = 1;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Resident set size of a process in MB (Linux /proc), or NaN elsewhere. */
 function rssMb(pid: number): number {
   try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) / 1024 : NaN;
+    return (
+      Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) / 1024
+    );
   } catch {
     return NaN;
   }
@@ -42,20 +42,11 @@ async function scrape(
   url: string,
 ): Promise<{ counter: (name: string) => number; latency: Buckets }> {
   const text = await (await fetch(`${url}/metrics`)).text();
-  const counters = new Map<string, number>();
-  const latency: Buckets = [];
-  for (const line of text.split('\n')) {
-    if (line.startsWith('#') || line.trim() === '') continue;
-    const value = Number(line.slice(line.lastIndexOf(' ') + 1));
-    const name = line.slice(0, line.lastIndexOf(' '));
-    const bucket = /^tick_e2e_latency_seconds_bucket\{le="([^"]+)"\}$/.exec(name);
-    if (bucket) latency.push([bucket[1] === '+Inf' ? Infinity : Number(bucket[1]), value]);
-    else {
-      const bare = name.replace(/\{.*\}$/, '');
-      counters.set(bare, (counters.get(bare) ?? 0) + value);
-    }
-  }
-  return { counter: (name) => counters.get(name) ?? 0, latency };
+  const latency = [...text.matchAll(/^tick_e2e_latency_seconds_bucket\{le="([^"]+)"\} (\S+)$/gm)];
+  return {
+    counter: (name) => sumMetric(text, name, {}),
+    latency: latency.map((m) => [m[1] === '+Inf' ? Infinity : Number(m[1]), Number(m[2])]),
+  };
 }
 
 /** Quantile of a cumulative Prometheus histogram, interpolated linearly inside the bucket (ms). */
@@ -77,35 +68,27 @@ function histogramQuantile(buckets: Buckets, q: number): number {
   return prevBound * 1000;
 }
 
+/** Volume and trades summed over the candles of one interval. */
 async function candleSums(redis: Redis, prefix: string, interval: string) {
-  let [cursor, volume, trades] = ['0', 0, 0];
-  do {
-    const [next, keys] = await redis.scan(
-      cursor,
-      'MATCH',
-      `${prefix}candle:${interval}:*`,
-      'COUNT',
-      1000,
-    );
-    cursor = next;
-    const pipeline = redis.pipeline();
-    for (const k of keys) pipeline.hmget(k, 'v', 'n');
-    for (const [err, reply] of keys.length ? ((await pipeline.exec()) ?? []) : []) {
-      if (err) throw err;
-      volume += Number((reply as string[])[0]);
-      trades += Number((reply as string[])[1]);
+  const sums = { volume: 0, trades: 0 };
+  for await (const keys of redis.scanStream({
+    match: `${prefix}candle:${interval}:*`,
+    count: 1000,
+  }))
+    for (const [v, n] of await Promise.all(
+      (keys as string[]).map((k) => redis.hmget(k, 'v', 'n')),
+    )) {
+      sums.volume += Number(v);
+      sums.trades += Number(n);
     }
-  } while (cursor !== '0');
-  return { volume, trades };
+  return sums;
 }
 
-type CollectorStats = {
-  published: number;
-  failed: number;
-  volume: number;
-  startedAt: number;
-  endedAt: number;
-};
+type CollectorStats = Record<'published' | 'failed' | 'volume' | 'startedAt' | 'endedAt', number>;
+type TimelineRow = Record<
+  'second' | 'publishedPerS' | 'handledPerS' | 'xackPerS' | 'lag' | 'pending' | 'rssMb',
+  number
+>;
 
 export async function runDemoTicksBench(o: DemoTicksBenchOptions) {
   const prefix = `bench:demo-ticks:${randomBytes(4).toString('hex')}:`;
@@ -122,34 +105,19 @@ export async function runDemoTicksBench(o: DemoTicksBenchOptions) {
   const redis = new Redis(o.redisUrl);
   const children: ChildProcess[] = [];
   const durationMs = o.duration * 1000;
-  const start = (
-    file: string,
-    env: Record<string, string>,
-    execArgv: string[] = [],
-    profiled = false,
-  ) => {
-    const common = {
-      REDIS_URL: o.redisUrl,
-      TICKS_STREAM: stream,
-      TICKS_KEY_PREFIX: prefix,
-      LOG_LEVEL: 'warn',
-    };
+  const start = (file: string, env: Record<string, string>, execArgv: string[] = []) => {
+    const common = { REDIS_URL: o.redisUrl, TICKS_STREAM: stream, TICKS_KEY_PREFIX: prefix };
     const child = forkTsProcess(join(dir, `${file}.${ext}`), {
-      ...{ env: { ...common, ...env }, execArgv, profiled },
+      ...{ env: { ...common, LOG_LEVEL: 'warn', ...env }, execArgv },
+      ...{ profiled: file === 'main' && o['cpu-prof'] !== undefined },
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     });
     children.push(child);
     return child;
   };
   try {
-    const packages = [
-      '@nestjs/core',
-      '@nestjs/microservices',
-      'ioredis',
-      'prom-client',
-      'typescript',
-    ];
-    const env = await collectEnvInfo(redis, o.redisUrl, packages);
+    const packages = ['@nestjs/core', '@nestjs/microservices', 'ioredis', 'prom-client'];
+    const env = await collectEnvInfo(redis, o.redisUrl, [...packages, 'typescript']);
     const consumer = start(
       'main',
       { COLLECTOR: 'false', HOST: '127.0.0.1', PORT: '0', TICKS_CONSUMER: 'bench' },
@@ -157,12 +125,10 @@ export async function runDemoTicksBench(o: DemoTicksBenchOptions) {
         ...(o['semi-space'] ? [`--max-semi-space-size=${o['semi-space']}`] : []),
         ...(o['old-space'] ? [`--max-old-space-size=${o['old-space']}`] : []),
       ],
-      o['cpu-prof'] !== undefined,
     );
     const { url } = await nextMessage<{ url: string }>(consumer, 'the consumer');
     const xacksOf = async () => (await commandStats(redis)).xack?.calls ?? 0;
     const xackServerBefore = await xacksOf();
-    const targetRate = o.symbols * o.rate;
     const collector = start('collector.main', {
       ...{ COLLECTOR_SYMBOLS: String(o.symbols), COLLECTOR_RATE: String(o.rate) },
       ...{ COLLECTOR_DURATION_MS: String(durationMs), COLLECTOR_SEED: '1' },
@@ -172,9 +138,7 @@ export async function runDemoTicksBench(o: DemoTicksBenchOptions) {
     const started = Date.now();
     const profile = o['cpu-prof'];
     if (profile) startCpuProfile(consumer);
-    const profiled = profile
-      ? collectorDone.then(() => writeCpuProfile(consumer, profile))
-      : undefined;
+    const profiled = profile ? collectorDone.then(() => writeCpuProfile(consumer, profile)) : null;
     profiled?.catch(() => undefined);
 
     // Sample each second until the collector is done and the consumer has caught up.
@@ -187,7 +151,7 @@ export async function runDemoTicksBench(o: DemoTicksBenchOptions) {
     const latencySamples: { elapsed: number; buckets: Buckets }[] = [];
     const deadline = started + durationMs + o['drain-timeout'] * 1000;
     for (let second = 1; ; second++) {
-      await sleep(Math.max(0, started + second * o.sample * 1000 - Date.now()));
+      await sleep(Math.max(0, started + second * SAMPLE_S * 1000 - Date.now()));
       const [m, added, group] = await Promise.all([
         scrape(url),
         redis
@@ -202,7 +166,7 @@ export async function runDemoTicksBench(o: DemoTicksBenchOptions) {
       const handled = m.counter('ticks_handled_total');
       const xacks = m.counter('redis_streams_xack_calls_total');
       if (handled > prev.handled) lastHandledAt = Date.now();
-      const rate = (now: number, before: number) => (now - before) / o.sample;
+      const rate = (now: number, before: number) => (now - before) / SAMPLE_S;
       timeline.push({
         ...{
           second,
@@ -213,12 +177,8 @@ export async function runDemoTicksBench(o: DemoTicksBenchOptions) {
       });
       prev = { added, handled, xacks };
       latencySamples.push({ elapsed: Date.now() - started, buckets: m.latency });
-      if (
-        stats &&
-        handled + m.counter('ticks_dead_lettered_total') >= stats.published &&
-        lag === 0 &&
-        pending === 0
-      ) {
+      const dead = m.counter('ticks_dead_lettered_total');
+      if (stats && handled + dead >= stats.published && lag === 0 && pending === 0) {
         drainedAt = Date.now();
         break;
       }
@@ -243,15 +203,12 @@ export async function runDemoTicksBench(o: DemoTicksBenchOptions) {
       steadyStart &&
       steadyEnd &&
       steadyEnd.map(([le, c]): [number, number] => [le, c - (before.get(le) ?? 0)]);
+    const perInterval = (key: 'volume' | 'trades') =>
+      Object.fromEntries(Object.entries(sums).map(([k, v]) => [k, v[key]]));
     const result = {
-      env,
-      options: o,
-      targetRate,
-      published: stats.published,
-      publishFailed: stats.failed,
-      publishSeconds: (stats.endedAt - stats.startedAt) / 1000,
-      handled: final.counter('ticks_handled_total'),
-      consumerSeconds,
+      ...{ env, options: o, targetRate: o.symbols * o.rate, published: stats.published },
+      ...{ publishFailed: stats.failed, publishSeconds: (stats.endedAt - stats.startedAt) / 1000 },
+      ...{ handled: final.counter('ticks_handled_total'), consumerSeconds },
       drainedAfterMs: drainedAt === null ? null : drainedAt - (stats.endedAt ?? started),
       // Skipped by the transport (its LRU and Redis records), and by the candle script (the app's).
       duplicatesSkipped:
@@ -270,11 +227,10 @@ export async function runDemoTicksBench(o: DemoTicksBenchOptions) {
       rssMaxMb: Math.max(0, ...timeline.map((r) => r.rssMb).filter(Number.isFinite)),
       rssEndMb: timeline.length ? timeline[timeline.length - 1].rssMb : NaN,
       volumePublished: stats.volume,
-      volumeInCandles: Object.fromEntries(Object.entries(sums).map(([k, v]) => [k, v.volume])),
-      tradesInCandles: Object.fromEntries(Object.entries(sums).map(([k, v]) => [k, v.trades])),
+      ...{ volumeInCandles: perInterval('volume'), tradesInCandles: perInterval('trades') },
       timeline,
     };
-    if (o.print) process.stdout.write(`${formatReport(result)}\n`);
+    process.stdout.write(`${formatReport(result)}\n`);
     return result;
   } finally {
     for (const child of children) await stopProcess(child, 'SIGKILL');
@@ -283,101 +239,87 @@ export async function runDemoTicksBench(o: DemoTicksBenchOptions) {
   }
 }
 
-type TimelineRow = {
-  second: number;
-  publishedPerS: number;
-  handledPerS: number;
-  xackPerS: number;
-  lag: number;
-  pending: number;
-  rssMb: number;
-};
 export type DemoTicksBenchResult = Awaited<ReturnType<typeof runDemoTicksBench>>;
 
 /** Latency in ms; the histogram's last finite bucket is 10 s, so beyond it only a bound is known. */
 const ms = (value: number) => (value >= 10_000 ? '>= 10000' : value.toFixed(1));
 const n = (x: number) => x.toLocaleString('en-US');
+const yes = (ok: boolean) => (ok ? 'yes' : 'NO');
 
 export function formatReport(r: DemoTicksBenchResult): string {
   const o = r.options;
   const allTrades = Object.values(r.tradesInCandles).every((x) => x === r.published);
   const allVolume = Object.values(r.volumeInCandles).every((v) => v === r.volumePublished);
   const exact = r.published === r.handled + r.deadLettered && allTrades && allVolume;
-  const yes = (ok: boolean) => (ok ? 'yes' : 'NO');
-  const row = (what: string, value: string, target = '-', met = '-') => ({
-    what,
-    value,
-    target,
-    met,
-  });
   const perInterval = (m: Record<string, number>) => INTERVALS.map((i) => n(m[i])).join(' / ');
   const publishRate = r.published / r.publishSeconds;
   const consumeRate = r.handled / r.consumerSeconds;
   const steady =
     r.e2eP50SteadyMs === null ? '-' : `${ms(r.e2eP50SteadyMs)} / ${ms(r.e2eP99SteadyMs!)}`;
-  const rows = [
-    row(
+  const caughtUp =
+    r.drainedAfterMs === null
+      ? 'not within the drain timeout'
+      : `${(r.drainedAfterMs / 1000).toFixed(1)} s`;
+  const target = String(r.targetRate);
+  // measure, value, and where there is one, the target and whether it was met
+  const rows: string[][] = [
+    [
       'ticks published (XADD ok) / failed',
       `${n(r.published)} / ${r.publishFailed}`,
       n(r.targetRate * o.duration),
       yes(r.publishFailed === 0),
-    ),
-    row(
+    ],
+    [
       'publish rate (ticks/s)',
       publishRate.toFixed(0),
-      String(r.targetRate),
+      target,
       yes(publishRate >= r.targetRate * 0.95),
-    ),
-    row(
+    ],
+    [
       'consume rate (ticks/s, to the last tick)',
       consumeRate.toFixed(0),
-      String(r.targetRate),
+      target,
       yes(consumeRate >= r.targetRate * 0.95),
-    ),
-    row(
-      'caught up after the collector stopped',
-      r.drainedAfterMs === null
-        ? 'not within the drain timeout'
-        : `${(r.drainedAfterMs / 1000).toFixed(1)} s`,
-    ),
-    row(
+    ],
+    ['caught up after the collector stopped', caughtUp],
+    [
       'ticks handled / duplicates skipped / dead-lettered',
       `${n(r.handled)} / ${r.duplicatesSkipped} / ${r.deadLettered}`,
-    ),
-    row(
+    ],
+    [
       'trades in candles 1m / 5m / 30m',
       perInterval(r.tradesInCandles),
       '= published',
       yes(allTrades),
-    ),
-    row(
+    ],
+    [
       'volume in candles 1m / 5m / 30m',
       perInterval(r.volumeInCandles),
       `= ${n(r.volumePublished)} published`,
       yes(allVolume),
-    ),
-    row('no tick lost or double counted', yes(exact), 'yes', yes(exact)),
-    row('e2e latency p50 / p99, whole run (ms)', `${ms(r.e2eP50Ms)} / ${ms(r.e2eP99Ms)}`),
-    row('e2e latency p50 / p99, 2nd half of publishing (ms)', steady),
-    row(
+    ],
+    ['no tick lost or double counted', yes(exact), 'yes', yes(exact)],
+    ['e2e latency p50 / p99, whole run (ms)', `${ms(r.e2eP50Ms)} / ${ms(r.e2eP99Ms)}`],
+    ['e2e latency p50 / p99, 2nd half of publishing (ms)', steady],
+    [
       'XACK calls per second (mean / max second)',
       `${r.xackPerSecond.toFixed(1)} / ${r.xackPerSecondMax.toFixed(0)}`,
       '<= 25',
       yes(r.xackPerSecondMax <= 25),
-    ),
-    row('XACK calls: consumer / whole Redis server', `${r.xackCalls} / ${r.serverXackCalls}`),
-    row('ids per XACK (mean)', r.meanAckBatch.toFixed(0)),
-    row(
+    ],
+    ['XACK calls: consumer / whole Redis server', `${r.xackCalls} / ${r.serverXackCalls}`],
+    ['ids per XACK (mean)', r.meanAckBatch.toFixed(0)],
+    [
       'consumer RSS (max / at the end, MB)',
       `${r.rssMaxMb.toFixed(0)} / ${r.rssEndMb.toFixed(0)}`,
       '< 256',
       yes(r.rssMaxMb < 256),
-    ),
+    ],
   ];
-  const summary = renderTable<(typeof rows)[number]>(
+  const summary = renderTable(
     ['measure', 'value', 'target', 'met'].map((header, i) => ({
       header,
-      value: (x) => [x.what, x.value, x.target, x.met][i],
+      value: (x: string[]) => x[i] ?? '-',
     })),
     rows,
   );
@@ -387,31 +329,27 @@ export function formatReport(r: DemoTicksBenchResult): string {
   for (let i = 0; i < r.timeline.length; i += every) {
     const w = r.timeline.slice(i, i + every);
     const last = w[w.length - 1];
-    const mean = (f: (x: TimelineRow) => number) => w.reduce((sum, x) => sum + f(x), 0) / w.length;
+    const mean = (k: keyof TimelineRow) => w.reduce((sum, x) => sum + x[k], 0) / w.length;
+    const rss = Math.max(...w.map((x) => x.rssMb));
     windows.push({
       ...{
         second: last.second,
-        publishedPerS: mean((x) => x.publishedPerS),
-        handledPerS: mean((x) => x.handledPerS),
+        publishedPerS: mean('publishedPerS'),
+        handledPerS: mean('handledPerS'),
       },
-      ...{
-        xackPerS: mean((x) => x.xackPerS),
-        lag: last.lag,
-        pending: last.pending,
-        rssMb: Math.max(...w.map((x) => x.rssMb)),
-      },
+      ...{ xackPerS: mean('xackPerS'), lag: last.lag, pending: last.pending, rssMb: rss },
     });
   }
-  const timeline = renderTable<TimelineRow>(
-    [
-      { header: 'until s', value: (x) => x.second },
-      { header: 'published/s', value: (x) => Math.round(x.publishedPerS) },
-      { header: 'handled/s', value: (x) => Math.round(x.handledPerS) },
-      { header: 'XACK/s', value: (x) => x.xackPerS, digits: 1 },
-      { header: 'lag', value: (x) => x.lag },
-      { header: 'pending', value: (x) => x.pending },
-      { header: 'max RSS MB', value: (x) => Math.round(x.rssMb) },
-    ],
+  const round = (k: keyof TimelineRow) => (x: TimelineRow) => Math.round(x[k]);
+  const timeline = renderTable(
+    columns<TimelineRow>(
+      'until s=second, published/s, handled/s, XACK/s=xackPerS:1, lag, pending, max RSS MB',
+      {
+        'published/s': round('publishedPerS'),
+        'handled/s': round('handledPerS'),
+        'max RSS MB': round('rssMb'),
+      },
+    ),
     windows,
   );
   const flags = [
@@ -429,7 +367,7 @@ export function formatReport(r: DemoTicksBenchResult): string {
     '',
     summary,
     '',
-    `timeline (means over ${every} samples of ${o.sample} s):`,
+    `timeline (means over ${every} samples of ${SAMPLE_S} s):`,
     timeline,
   ].join('\n');
 }

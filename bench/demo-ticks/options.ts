@@ -23,13 +23,7 @@ const SPEC = {
   demo: flag('accepted when run through bench:ticks -- --demo'),
 };
 
-export type DemoTicksBenchOptions = Values<typeof SPEC> & {
-  redisUrl: string;
-  /** Seconds between samples of the consumer's RSS and /metrics. */
-  sample: number;
-  /** Print the report. */
-  print: boolean;
-};
+export type DemoTicksBenchOptions = Values<typeof SPEC> & { redisUrl: string };
 
 const DESCRIPTION = `The real demo-ticks app at 10,000 ticks/s: the consumer (apps/demo-ticks/src/main.ts) and the
 collector (src/collector.main.ts) run as two processes of their own; this process samples the
@@ -40,5 +34,5 @@ export function parseDemoTicksArgs(argv: string[]): DemoTicksBenchOptions {
     if (x.from !== 'dist' && x.from !== 'src') throw new UsageError('--from is dist or src');
   });
   const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-  return { ...v, redisUrl, sample: 1, print: true };
+  return { ...v, redisUrl };
 }

@@ -12,13 +12,13 @@ import { fileURLToPath } from 'node:url';
 import * as ts from 'typescript';
 
 type CallFrame = { functionName: string; url: string; lineNumber: number; columnNumber: number };
-type ProfileNode = { id: number; callFrame: CallFrame; hitCount?: number; children?: number[] };
+type ProfileNode = { id: number; callFrame: CallFrame; children?: number[] };
 type CpuProfile = {
   nodes: ProfileNode[];
   startTime: number;
   endTime: number;
-  samples?: number[];
-  timeDeltas?: number[];
+  samples: number[];
+  timeDeltas: number[];
 };
 type Time = { name: string; where: string; origin: string; us: number };
 type FunctionTime = { name: string; where: string; origin: string; pct: number; ms: number };
@@ -29,21 +29,27 @@ const sourceMaps = new Map<string, SourceMap | null>();
 
 /** The source map of a .ts file as scripts/register-ts.js transpiles it (same compiler options). */
 function sourceMapOf(path: string): SourceMap | null {
-  if (sourceMaps.has(path)) return sourceMaps.get(path)!;
-  let map: SourceMap | null = null;
-  try {
-    const { config } = ts.readConfigFile(join(ROOT, 'tsconfig.json'), ts.sys.readFile);
-    const { options } = ts.convertCompilerOptionsFromJson(config.compilerOptions, ROOT);
-    const out = ts.transpileModule(readFileSync(path, 'utf8'), {
-      compilerOptions: { ...options, sourceMap: true, inlineSourceMap: false, declaration: false },
-      fileName: path,
-    });
-    if (out.sourceMapText) map = new SourceMap(JSON.parse(out.sourceMapText));
-  } catch {
-    map = null;
+  if (!sourceMaps.has(path)) {
+    let map: SourceMap | null = null;
+    try {
+      const { config } = ts.readConfigFile(join(ROOT, 'tsconfig.json'), ts.sys.readFile);
+      const { options } = ts.convertCompilerOptionsFromJson(config.compilerOptions, ROOT);
+      const out = ts.transpileModule(readFileSync(path, 'utf8'), {
+        compilerOptions: {
+          ...options,
+          sourceMap: true,
+          inlineSourceMap: false,
+          declaration: false,
+        },
+        fileName: path,
+      });
+      if (out.sourceMapText) map = new SourceMap(JSON.parse(out.sourceMapText));
+    } catch {
+      map = null;
+    }
+    sourceMaps.set(path, map);
   }
-  sourceMaps.set(path, map);
-  return map;
+  return sourceMaps.get(path)!;
 }
 
 /** 1-based source line of a frame (the TypeScript line for a .ts file). */
@@ -58,15 +64,15 @@ function sourceLine(frame: CallFrame): number {
   return frame.lineNumber + 1;
 }
 
+const NATIVE: Record<string, string> = {
+  '(garbage collector)': 'GC',
+  '(program)': 'V8/native (program)',
+  '(idle)': 'idle',
+};
+
 /** Where a function comes from, by its script's URL. */
-function originOf(frame: CallFrame): string {
-  const { url, functionName } = frame;
-  if (!url) {
-    if (functionName === '(garbage collector)') return 'GC';
-    if (functionName === '(program)') return 'V8/native (program)';
-    if (functionName === '(idle)') return 'idle';
-    return 'V8/native';
-  }
+function originOf({ url, functionName }: CallFrame): string {
+  if (!url) return NATIVE[functionName] ?? 'V8/native';
   if (url.includes('libs/stream-batch-ack/')) return 'stream-batch-ack';
   if (url.includes('libs/stampede/')) return 'stampede';
   if (url.includes('/bench/')) return 'bench (recorder, handler)';
@@ -77,104 +83,87 @@ function originOf(frame: CallFrame): string {
   return 'other';
 }
 
-function location(frame: CallFrame): string {
-  if (!frame.url) return '';
+/** A function's name and place, and the key it is summed under. */
+function describe(frame: CallFrame) {
   const m = /(?:libs|bench|node_modules)\/.*$/.exec(frame.url) ?? /[^/]+$/.exec(frame.url);
-  return `${m ? m[0] : frame.url}:${sourceLine(frame)}`;
+  const where = frame.url ? `${m ? m[0] : frame.url}:${sourceLine(frame)}` : '';
+  const name = frame.functionName || '(anonymous)';
+  return { name, where, key: `${name}@${where}` };
 }
 
 export function summarizeProfile(file: string, top = 15) {
-  const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
-  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
-  // Self time per node: from samples and their time deltas when present, else hit counts.
+  const { nodes, samples, timeDeltas, startTime, endTime } = JSON.parse(
+    readFileSync(file, 'utf8'),
+  ) as CpuProfile;
+  const byId = new Map(nodes.map((n) => [n.id, n]));
   const selfUs = new Map<number, number>();
-  if (profile.samples && profile.timeDeltas && profile.samples.length > 0) {
-    const { samples, timeDeltas } = profile;
-    for (let i = 0; i < samples.length; i++) {
-      // timeDeltas[i] is the time before sample i; the sample stands for the time after it.
-      const dt = i + 1 < timeDeltas.length ? timeDeltas[i + 1] : 0;
-      selfUs.set(samples[i], (selfUs.get(samples[i]) ?? 0) + Math.max(0, dt));
-    }
-  } else {
-    const total = profile.endTime - profile.startTime;
-    const hits = profile.nodes.reduce((a, n) => a + (n.hitCount ?? 0), 0) || 1;
-    for (const n of profile.nodes) selfUs.set(n.id, ((n.hitCount ?? 0) / hits) * total);
+  for (let i = 0; i < samples.length; i++) {
+    // timeDeltas[i] is the time before sample i; the sample stands for the time after it.
+    const dt = i + 1 < timeDeltas.length ? timeDeltas[i + 1] : 0;
+    selfUs.set(samples[i], (selfUs.get(samples[i]) ?? 0) + Math.max(0, dt));
   }
+  const add = (times: Map<string, Time>, frame: CallFrame, origin: string, us: number) => {
+    const { name, where, key } = describe(frame);
+    const t = times.get(key) ?? { name, where, origin, us: 0 };
+    t.us += us;
+    times.set(key, t);
+  };
   const fns = new Map<string, Time>();
   const origins = new Map<string, number>();
+  // Inclusive time of the library's functions: each sample counts once for every such function
+  // on its stack.
+  const totals = new Map<string, Time>();
+  const parent = new Map<number, number>();
+  for (const n of nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   let busy = 0;
   for (const [id, us] of selfUs) {
     const node = byId.get(id);
-    if (!node || us === 0) continue;
-    const origin = originOf(node.callFrame);
-    if (origin === 'idle') continue;
+    const origin = node && originOf(node.callFrame);
+    if (!node || us === 0 || origin === 'idle') continue;
     busy += us;
-    origins.set(origin, (origins.get(origin) ?? 0) + us);
-    const where = location(node.callFrame);
-    const name = node.callFrame.functionName || '(anonymous)';
-    const key = `${name}@${where}`;
-    const f = fns.get(key) ?? { name, where, origin, us: 0 };
-    f.us += us;
-    fns.set(key, f);
-  }
-  // Inclusive time of the library's functions: each sample counts once for every such function
-  // on its stack.
-  const parent = new Map<number, number>();
-  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
-  const totals = new Map<string, Time>();
-  for (const [id, us] of selfUs) {
-    const leaf = byId.get(id);
-    if (!leaf || us === 0 || originOf(leaf.callFrame) === 'idle') continue;
+    origins.set(origin!, (origins.get(origin!) ?? 0) + us);
+    add(fns, node.callFrame, origin!, us);
     const seen = new Set<string>();
     for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
-      const node = byId.get(cur)!;
-      if (originOf(node.callFrame) !== 'stream-batch-ack') continue;
-      const where = location(node.callFrame);
-      const name = node.callFrame.functionName || '(anonymous)';
-      const key = `${name}@${where}`;
-      if (seen.has(key)) continue;
+      const frame = byId.get(cur)!.callFrame;
+      const { key } = describe(frame);
+      if (originOf(frame) !== 'stream-batch-ack' || seen.has(key)) continue;
       seen.add(key);
-      const t = totals.get(key) ?? { name, where, origin: 'stream-batch-ack', us: 0 };
-      t.us += us;
-      totals.set(key, t);
+      add(totals, frame, 'stream-batch-ack', us);
     }
   }
   const pct = (us: number) => (busy === 0 ? 0 : (us / busy) * 100);
-  const asTime = ({ us, ...f }: Time): FunctionTime => ({ ...f, pct: pct(us), ms: us / 1000 });
-  const largest = (xs: Iterable<Time>) =>
-    [...xs]
+  const largest = (xs: Map<string, Time>): FunctionTime[] =>
+    [...xs.values()]
       .sort((a, b) => b.us - a.us)
       .slice(0, top)
-      .map(asTime);
+      .map(({ us, ...f }) => ({ ...f, pct: pct(us), ms: us / 1000 }));
   return {
     file,
-    wallMs: (profile.endTime - profile.startTime) / 1000,
+    wallMs: (endTime - startTime) / 1000,
     busyMs: busy / 1000,
     origins: [...origins]
       .map(([origin, us]) => ({ origin, pct: pct(us) }))
       .sort((a, b) => b.pct - a.pct),
-    functions: largest(fns.values()),
-    libraryTotals: largest(totals.values()),
+    functions: largest(fns),
+    libraryTotals: largest(totals),
   };
 }
 
 export function formatProfileSummary(s: ProfileSummary): string {
-  const lines = [
-    `${basename(s.file)}: ${s.wallMs.toFixed(0)} ms profiled, ${s.busyMs.toFixed(0)} ms on CPU (${((s.busyMs / Math.max(1e-9, s.wallMs)) * 100).toFixed(0)} %)`,
-    `  self time by origin: ${s.origins
-      .filter((o) => o.pct >= 0.5)
-      .map((o) => `${o.origin} ${o.pct.toFixed(1)} %`)
-      .join(', ')}`,
-    '  self time by function (% of CPU time):',
-  ];
   const line = (f: FunctionTime) =>
     `    ${f.pct.toFixed(1).padStart(5)} %  ${f.name}  ${f.where ? `(${f.where})` : `[${f.origin}]`}`;
-  for (const f of s.functions) lines.push(line(f));
-  if (s.libraryTotals.length > 0) {
-    lines.push('  total time (self + callees) of stream-batch-ack functions (% of CPU time):');
-    for (const f of s.libraryTotals) lines.push(line(f));
-  }
-  return lines.join('\n');
+  const origins = s.origins.filter((o) => o.pct >= 0.5);
+  return [
+    `${basename(s.file)}: ${s.wallMs.toFixed(0)} ms profiled, ${s.busyMs.toFixed(0)} ms on CPU (${((s.busyMs / Math.max(1e-9, s.wallMs)) * 100).toFixed(0)} %)`,
+    `  self time by origin: ${origins.map((o) => `${o.origin} ${o.pct.toFixed(1)} %`).join(', ')}`,
+    '  self time by function (% of CPU time):',
+    ...s.functions.map(line),
+    ...(s.libraryTotals.length > 0
+      ? ['  total time (self + callees) of stream-batch-ack functions (% of CPU time):']
+      : []),
+    ...s.libraryTotals.map(line),
+  ].join('\n');
 }
 
 if (require.main === module) {

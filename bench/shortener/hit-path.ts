@@ -7,10 +7,12 @@
  */
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
+import { startCpuProfile, writeCpuProfile } from '../shared/child';
 import { summarizeProfile } from '../shared/cpu-profile';
+import { LoadResult, runLoad } from '../shared/load';
+import { processCpuMs } from '../shared/other-cpu';
 import { median, renderTable } from '../shared/table';
 import type { ShortenerProcess, StartOptions } from './app-process';
-import { LoadResult, runLoad } from '../shared/load';
 import { perfNodeOptions, perfShares, recordPerf } from './perf-profile';
 
 export interface HitPathServer {
@@ -20,38 +22,34 @@ export interface HitPathServer {
   startFirst?: boolean;
 }
 
-export interface HitPathOptions {
-  connections: number;
-  durationS: number;
-  warmupS: number;
-  rounds: number;
-  /**
-   * Profile each server over one more run (not one of the rounds) into `dir`: V8's sampler
-   * (.cpuprofile), or Linux perf (on-CPU samples only: see perf-profile.ts).
-   */
+/**
+ * `profile`: profile each server over one more run (not one of the rounds) into `dir`, with V8's
+ * sampler (.cpuprofile) or Linux perf (on-CPU samples only: see perf-profile.ts).
+ */
+export type HitPathOptions = Record<'connections' | 'durationS' | 'warmupS' | 'rounds', number> & {
   profile?: { dir: string; with: 'v8' | 'perf' };
   log: (line: string) => void;
-}
-
-/** CPU per request of a profiled run: all of it, and by origin (largest first), µs. */
-type RequestCpu = {
-  file: string;
-  profiler: 'v8' | 'perf';
-  totalUs: number;
-  origins: { origin: string; us: number }[];
 };
 
 /** `cpuUs`: CPU time of the server per response, µs (from /proc; undefined elsewhere). */
 type HitPathRun = LoadResult & { loadAvg: number; cpuUs?: number };
 
-/** rps, cpuUs: medians over the rounds; ratio: median of rps / the reference's in the same round. */
+/**
+ * rps, cpuUs: medians over the rounds; ratio: median of rps / the reference's in the same round;
+ * cpu: CPU per request of the profiled run, all of it and by origin (largest first), µs.
+ */
 type HitPathRow = {
   name: string;
   runs: HitPathRun[];
   rps: number;
   cpuUs?: number;
   ratio: number;
-  cpu?: RequestCpu;
+  cpu?: {
+    file: string;
+    profiler: 'v8' | 'perf';
+    totalUs: number;
+    origins: { origin: string; us: number }[];
+  };
 };
 
 export type HitPathReport = Awaited<ReturnType<typeof runHitPath>>;
@@ -77,15 +75,10 @@ export async function runHitPath(
     started(apps[i]);
   }
   const load = async (app: ShortenerProcess, durationS: number): Promise<HitPathRun> => {
-    const before = app.cpuTimeMs();
-    const result = await runLoad({
-      url: app.baseUrl,
-      connections: opts.connections,
-      durationS,
-      expectStatus: 302,
-      paths: paths(),
-    });
-    const after = app.cpuTimeMs();
+    const before = processCpuMs(app.child.pid!);
+    const request = { url: app.baseUrl, connections: opts.connections, expectStatus: 302 };
+    const result = await runLoad({ ...request, durationS, paths: paths() });
+    const after = processCpuMs(app.child.pid!);
     const cpuUs =
       before === undefined || after === undefined || result.requests === 0
         ? undefined
@@ -120,27 +113,21 @@ export async function runHitPath(
 
   if (profile) log(`  CPU profiles (${profile.with}, one more run each):`);
   for (const [i, server] of profile ? servers.entries() : []) {
-    const base = join(
-      profile!.dir,
-      server.name
-        .toLowerCase()
-        .replace(/[^a-z0-9]+/g, '-')
-        .replace(/^-|-$/g, ''),
-    );
+    const base = join(profile!.dir, server.name.toLowerCase().replace(/[^a-z0-9]+/g, '-'));
     const file = profile!.with === 'v8' ? `${base}.cpuprofile` : `${base}.perf.data`;
     let result: HitPathRun;
     let shares: { origin: string; share: number }[];
     if (profile!.with === 'v8') {
-      apps[i].startProfile();
+      startCpuProfile(apps[i].child);
       result = await load(apps[i], opts.durationS);
-      await apps[i].writeProfile(file);
+      await writeCpuProfile(apps[i].child, file);
       const summary = summarizeProfile(file, 0);
       // The profile's busy time counts the time the process waited for a core on a loaded machine
       // too: the total is the process' CPU time when known.
       result.cpuUs ??= (summary.busyMs * 1000) / Math.max(1, result.requests);
       shares = summary.origins.map((o) => ({ origin: o.origin, share: o.pct / 100 }));
     } else {
-      const recording = await recordPerf(apps[i].pid, file);
+      const recording = await recordPerf(apps[i].child.pid!, file);
       result = await load(apps[i], opts.durationS);
       await recording.stop();
       shares = perfShares(file);

@@ -24,6 +24,7 @@ import { ChildMessage, ConsumerConfig, ConsumerResult, ParentMessage, Tick } fro
 import { Recorder } from './recorder';
 
 const send = (msg: ChildMessage) => toParent(msg);
+/** Stops the consumer; the transport's metrics() when there is a transport. */
 type Stop = () => Promise<ConsumerResult['server'] | undefined>;
 
 async function startTransport(cfg: ConsumerConfig, recorder: Recorder): Promise<Stop> {
@@ -77,34 +78,22 @@ async function startRaw(cfg: ConsumerConfig, recorder: Recorder): Promise<Stop> 
   });
   let closing = false;
   let lastAck: Promise<unknown> = Promise.resolve();
-  const args = [
-    'GROUP',
-    cfg.group,
-    'raw',
-    'COUNT',
-    cfg.readCount,
-    'BLOCK',
-    100,
-    'STREAMS',
-    cfg.stream,
-    '>',
-  ];
+  const args = ['GROUP', cfg.group, 'raw', 'COUNT', cfg.readCount, 'BLOCK', 100];
   const scope = `${cfg.group}:${cfg.stream}`;
   const loop = (async () => {
     while (!closing) {
-      const reply = (await redis.call('XREADGROUP', ...args)) as
+      const reply = (await redis.call('XREADGROUP', ...args, 'STREAMS', cfg.stream, '>')) as
         [string, [string, string[]][]][] | null;
       for (const [stream, entries] of reply ?? []) {
         const ids = entries.map(([id]) => id);
         // The transport's default key: the entry (stream and id), one owner at a time.
-        const states = store
-          ? (
-              await store.beginOwned(
-                scope,
-                ids.map((id) => ({ id, deliveries: 1 })),
-              )
-            ).states
-          : null;
+        const owned =
+          store &&
+          (await store.beginOwned(
+            scope,
+            ids.map((id) => ({ id, deliveries: 1 })),
+          ));
+        const states = owned ? owned.states : null;
         const done: string[] = [];
         for (let i = 0; i < entries.length; i++) {
           if (states && states[i] !== 'acquired') continue;

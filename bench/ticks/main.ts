@@ -7,14 +7,13 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { Redis } from 'ioredis';
-import { collectEnvInfo, EnvInfo, formatEnvInfo, gitRevision } from '../shared/env-info';
+import type { EnvInfo } from '../shared/env-info';
+import { formatProfileSummary, summarizeProfile } from '../shared/cpu-profile';
 import { SHARED_CPU_PCT, waitForQuiet } from '../shared/other-cpu';
-import { redisFor } from '../shared/private-redis';
 import { renderTable } from '../shared/table';
 import { renderTargets, Target } from '../shared/targets';
+import { openRun } from './open-run';
 import { parseTicksArgs, TicksBenchOptions, variantsOf } from './options';
-import { formatProfileSummary, summarizeProfile } from '../shared/cpu-profile';
 import { Mode, OTEL_MODES, OtelMode, VARIANTS } from './protocol';
 import * as R from './rows';
 import { runOne } from './run-one';
@@ -34,29 +33,26 @@ export async function runTicksBench(
   out: (line: string) => void = (line) => process.stdout.write(`${line}\n`),
   progress: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
 ): Promise<TicksReport> {
-  const target = await redisFor(o['redis-url']);
-  const redisUrl = target.url;
-  const redis = new Redis(redisUrl, { protocol: 2 } as never);
+  const packages = ['@nestjs/core', '@nestjs/microservices', 'ioredis', 'rxjs'];
+  const run = await openRun(o['redis-url'], packages, { protocol: 2 });
+  const { redis, redisUrl, env } = run;
   const rows: R.Row[] = [];
   const modes = o.modes as Mode[];
   try {
-    const packages = ['@nestjs/core', '@nestjs/microservices', 'ioredis', 'rxjs'];
-    const env = await collectEnvInfo(redis, redisUrl, packages);
     out('bench:ticks: Redis Streams consumer group, producer and consumer in forked processes');
-    out(formatEnvInfo(env));
-    const revision = gitRevision(['libs/stream-batch-ack']);
+    out(run.envText);
+    const revision = run.revision(['libs/stream-batch-ack']);
     out(`@nest-redis-resilience/stream-batch-ack (libs/stream-batch-ack) at ${revision}`);
     out(
-      target.own
+      run.own
         ? `Redis: a throwaway redis-server started for this run (${redisUrl}); commandstats count this benchmark only`
         : `Redis: ${redisUrl} (given with --redis-url); commandstats are server-wide, other clients count too`,
     );
     const warmup = Math.round(o.rate * o.warmup);
-    const plan = modes.map((m) => `${m}: ${variantsOf(o, m).join(', ')}`).join('; ');
     out(
       `fixed: ${o.rate} msgs/s for ${o.duration} s; drain: a backlog of ${warmup} + ${o.messages} messages written first, then consumed; max: ${o.messages} messages written as fast as possible while consumed (pipelines of ${o.pipeline} XADDs, 4 in flight); repeat ${o.repeat}`,
     );
-    out(`rows: ${plan}`);
+    out(`rows: ${modes.map((m) => `${m}: ${variantsOf(o, m).join(', ')}`).join('; ')}`);
     out(
       `warm-up: the first ${warmup} messages of every run (${o.warmup} s at ${o.rate}/s; in drain and max mode as fast as the rest) are handled and acked but not measured`,
     );
@@ -65,19 +61,16 @@ export async function runTicksBench(
       out(`CPU profiles of the consumers' measured windows: ${resolve(o['cpu-prof'])}`);
     }
     out('');
-    for (let run = 1; run <= o.repeat; run++)
+    for (let n = 1; n <= o.repeat; n++)
       for (const mode of modes) {
         const runRows: R.Row[] = [];
-        for (const variant of variantsOf(o, mode)) {
+        for (const variant of variantsOf(o, mode))
           // The raw loops do not use the library: one row whatever --otel says.
-          const setups =
-            o.otel && !variant.startsWith('raw') ? (o.otel as OtelMode[]) : [undefined];
-          for (const otel of setups) {
+          for (const otel of o.otel && !variant.startsWith('raw') ? o.otel : [undefined]) {
             await waitForQuiet(o.quiet, progress);
-            progress(`  run ${run}: ${mode} / ${variant}${otel ? ` / otel ${otel}` : ''} ...`);
-            runRows.push(await runOne(redis, redisUrl, o, mode, variant, run, otel));
+            progress(`  run ${n}: ${mode} / ${variant}${otel ? ` / otel ${otel}` : ''} ...`);
+            runRows.push(await runOne(redis, redisUrl, o, mode, variant, n, otel as OtelMode));
           }
-        }
         R.relate(runRows);
         rows.push(...runRows);
       }
@@ -85,14 +78,10 @@ export async function runTicksBench(
     const order = (r: R.Row) =>
       VARIANTS.indexOf(r.variant) * 10 + (r.otel ? OTEL_MODES.indexOf(r.otel) : 0);
     for (const mode of modes) {
-      const modeRows = rows
-        .filter((r) => r.mode === mode)
-        .sort((a, b) => Number(a.run) - Number(b.run) || order(a) - order(b));
-      const modeMedians = medians
-        .filter((r) => r.mode === mode)
-        .sort((a, b) => order(a) - order(b));
+      const of = (xs: R.Row[]) => xs.filter((r) => r.mode === mode);
+      const byRun = (a: R.Row, b: R.Row) => Number(a.run) - Number(b.run) || order(a) - order(b);
       out(`## ${R.modeLabel(mode, o)}`);
-      out(renderTable(R.columns(o), [...modeRows, ...modeMedians]));
+      out(renderTable(R.columns(o), [...of(rows).sort(byRun), ...of(medians).sort(byRun)]));
       out('');
     }
     for (const line of R.LEGEND) out(line);
@@ -105,7 +94,7 @@ export async function runTicksBench(
       );
     out('');
     out("## Redis time of the consumers' commands (INFO commandstats usec), ms per 100k messages");
-    out(renderTable(R.REDIS_COLUMNS, [...rows, ...medians.filter((r) => r.run === 'median')]));
+    out(renderTable(R.REDIS_COLUMNS, [...rows, ...medians]));
     if (o.otel) {
       out('');
       out(
@@ -129,8 +118,7 @@ export async function runTicksBench(
     for (const r of profiled) out(`\n${formatProfileSummary(summarizeProfile(r.profile!, 15))}`);
     return { env, revision, rows, medians, targets };
   } finally {
-    await redis.quit();
-    await target.stop();
+    await run.close();
   }
 }
 

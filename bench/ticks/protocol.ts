@@ -1,4 +1,6 @@
 /* Messages between main.ts and its forked producer and consumer processes; the shape of a tick. */
+import type { ServerRedisStreams } from '@nest-redis-resilience/stream-batch-ack';
+import type { Recorder } from './recorder';
 
 /** The consumer variants (--help describes them; consumer.ts runs them). */
 export const VARIANTS = [
@@ -48,23 +50,13 @@ export type ConsumerConfig = Record<'redisUrl' | 'stream' | 'group' | 'idempoten
 export type ProducerConfig = Record<'redisUrl' | 'stream', string> &
   Record<'rate' | 'total' | 'pipelineSize' | 'pipelinesInFlight', number> & { mode: Mode };
 
-/**
- * `missing`: sequence numbers never handled (up to `expected`); p50, p99, max: e2e latency (ms);
- * `cpuMs`: user + system CPU time while messages flowed; `server`: the transport's metrics().
- */
-export type ConsumerResult = Record<
-  'handled' | 'duplicates' | 'missing' | 'p50' | 'p99' | 'max' | 'firstAt' | 'lastAt',
-  number
-> &
-  Record<'peakRssMb' | 'cpuMs' | 'loopDelayP99' | 'loopDelayMax', number> & {
-    server?: {
-      delivered: number;
-      batches: number;
-      failed: number;
-      duplicatesSkipped: { memory: number; redis: number };
-      inProgressSkipped: number;
-    };
-  };
+/** The consumer's measures (recorder.ts), and its transport's metrics() (not in the raw loops). */
+export type ConsumerResult = ReturnType<Recorder['result']> & {
+  server?: Pick<
+    ReturnType<ServerRedisStreams['metrics']>,
+    'delivered' | 'batches' | 'failed' | 'duplicatesSkipped' | 'inProgressSkipped'
+  >;
+};
 
 export type ProducerResult = { sent: number; firstAt: number; lastAt: number };
 

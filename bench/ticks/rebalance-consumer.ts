@@ -9,13 +9,8 @@ import { NestFactory } from '@nestjs/core';
 import { Payload } from '@nestjs/microservices';
 import { ServerRedisStreams, StreamEventPattern } from '@nest-redis-resilience/stream-batch-ack';
 
-export type RebalanceConsumerConfig = {
-  redisUrl: string;
-  stream: string;
-  consumer: string;
-  partitions: number;
-  leaseMs: number;
-};
+type Config = Record<'redisUrl' | 'stream' | 'consumer', string> &
+  Record<'partitions' | 'leaseMs', number>;
 export type KeyedTick = { key: string; seq: number; sentAt: number };
 
 /** [key, seq, sentAt, handledAt] */
@@ -28,7 +23,7 @@ export type RebalanceChildMessage =
   | { type: 'partition'; event: 'assigned' | 'released' | 'lost'; partition: number; at: number }
   | { type: 'closed' };
 
-const cfg = JSON.parse(process.env.BENCH_REBALANCE_CONSUMER ?? '{}') as RebalanceConsumerConfig;
+const cfg = JSON.parse(process.env.BENCH_REBALANCE_CONSUMER ?? '{}') as Config;
 const send = (msg: RebalanceChildMessage) => process.send?.(msg);
 let rows: HandledRow[] = [];
 

@@ -8,10 +8,8 @@
  * the moved partitions while they moved, against the steady delay of the run's first 20 %. It
  * also checks that every message was handled and each key's first handlings came in order.
  */
-import { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
 import { firstValueFrom } from 'rxjs';
 import {
   ClientRedisStreams,
@@ -19,17 +17,12 @@ import {
   partitionStreams,
 } from '@nest-redis-resilience/stream-batch-ack';
 import { cliOptions, num, str } from '../shared/args';
-import { forkTsProcess, isRunning } from '../shared/child';
-import { collectEnvInfo, formatEnvInfo, gitRevision } from '../shared/env-info';
-import { redisFor } from '../shared/private-redis';
+import { Child, forkTs } from '../shared/child';
+import { columns } from '../shared/columns';
 import { groupInfo } from '../shared/redis-stats';
 import { quantile, renderTable } from '../shared/table';
-import type {
-  HandledRow,
-  KeyedTick,
-  RebalanceChildMessage,
-  RebalanceConsumerConfig,
-} from './rebalance-consumer';
+import { openRun } from './open-run';
+import type { HandledRow, KeyedTick, RebalanceChildMessage } from './rebalance-consumer';
 
 const HELP = `Ordered partitions (ordering: 'key') while consumers come and go: one consumer is killed at 20 %
 of the run, a new one joins at 40 %, another leaves at 75 %; the table gives the time until every
@@ -47,20 +40,20 @@ const SPEC = {
 };
 
 interface Member {
-  name: string;
-  proc: ChildProcess;
+  child: Child<RebalanceChildMessage, { type: 'stop' }>;
   owned: Set<number>;
   events: { event: string; partition: number; at: number }[];
-  closed: Promise<void>;
   joinedAt: number;
 }
 
-interface Move {
-  what: string;
-  at: number;
-  partitions: number[];
-  /** When the last moved partition was assigned to its new owner. */
-  doneAt?: number;
+/** `doneAt`: when the last moved partition was assigned to its new owner. */
+type Move = { what: string; at: number; partitions: number[]; doneAt?: number };
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until(what: string, check: () => boolean | Promise<boolean>, ms: number) {
+  for (const deadline = Date.now() + ms; !(await check()); await sleep(20))
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
 }
 
 export async function runRebalanceBench(argv: string[]): Promise<unknown> {
@@ -71,74 +64,52 @@ export async function runRebalanceBench(argv: string[]): Promise<unknown> {
     argv.filter((a) => a !== '--rebalance'),
   );
   const { consumers: n, partitions, rate, keys, seconds, lease: leaseMs } = o;
-  const target = await redisFor(o['redis-url']);
-  const redisUrl = target.url;
-  const redis = new Redis(redisUrl);
+  const run = await openRun(o['redis-url'], ['@nestjs/core', '@nestjs/microservices', 'ioredis']);
+  const { redis, redisUrl, out } = run;
   const stream = `bench:rebalance:${process.pid}`;
   const members: Member[] = [];
   const handled: HandledRow[] = [];
   const handledBy = new Map<HandledRow, string>();
-  const out = (s: string) => process.stdout.write(`${s}\n`);
-  const start = (name: string): Promise<Member> => {
-    const cfg: RebalanceConsumerConfig = { redisUrl, stream, consumer: name, partitions, leaseMs };
-    // The partition events stream in: read off the process, not waited for one by one.
-    const proc = forkTsProcess(join(__dirname, 'rebalance-consumer.ts'), {
+  const start = async (name: string): Promise<Member> => {
+    const cfg = { redisUrl, stream, consumer: name, partitions, leaseMs };
+    const child: Member['child'] = forkTs(name, join(__dirname, 'rebalance-consumer.ts'), {
       env: { BENCH_REBALANCE_CONSUMER: JSON.stringify(cfg) },
     });
-    let closed!: () => void;
-    const member: Member = {
-      name,
-      proc,
-      owned: new Set(),
-      events: [],
-      closed: new Promise((resolve) => (closed = resolve)),
-      joinedAt: 0,
-    };
-    proc.once('exit', () => closed());
-    return new Promise((resolve, reject) => {
-      proc.once('exit', (code) => reject(new Error(`${name} exited with ${code} before ready`)));
-      proc.on('message', (msg: RebalanceChildMessage) => {
-        if (msg.type === 'joining') member.joinedAt = msg.at;
-        else if (msg.type === 'ready') resolve(member);
-        else if (msg.type === 'handled')
-          for (const row of msg.rows) {
-            handled.push(row);
-            handledBy.set(row, name);
-          }
-        else if (msg.type === 'partition') {
-          member.events.push(msg);
-          if (msg.event === 'assigned') member.owned.add(msg.partition);
-          else member.owned.delete(msg.partition);
+    const member: Member = { child, owned: new Set(), events: [], joinedAt: 0 };
+    // The partition events stream in: read off the process, not waited for one by one.
+    child.proc.on('message', (msg: RebalanceChildMessage) => {
+      if (msg.type === 'joining') member.joinedAt = msg.at;
+      else if (msg.type === 'handled')
+        for (const row of msg.rows) {
+          handled.push(row);
+          handledBy.set(row, name);
         }
-      });
+      else if (msg.type === 'partition') {
+        member.events.push(msg);
+        if (msg.event === 'assigned') member.owned.add(msg.partition);
+        else member.owned.delete(msg.partition);
+      }
     });
+    await child.waitFor('ready', 180_000);
+    return member;
   };
   const balanced = () => {
-    const counts = members.filter((m) => isRunning(m.proc)).map((m) => m.owned.size);
-    return (
-      counts.reduce((a, b) => a + b, 0) === partitions &&
-      Math.max(...counts) - Math.min(...counts) <= 1
-    );
+    const counts = members.filter((m) => m.child.running).map((m) => m.owned.size);
+    const sum = counts.reduce((a, b) => a + b, 0);
+    return sum === partitions && Math.max(...counts) - Math.min(...counts) <= 1;
   };
-  const until = async (what: string, check: () => boolean, ms = 60_000) => {
-    const deadline = Date.now() + ms;
-    while (!check()) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  };
-  const assignedAfter = (move: Move) => {
-    const times = move.partitions.map((p) =>
-      Math.min(
-        ...members.flatMap((m) =>
-          m.events
-            .filter((e) => e.event === 'assigned' && e.partition === p && e.at >= move.at)
-            .map((e) => e.at),
+  const assignedAfter = (move: Move) =>
+    Math.max(
+      ...move.partitions.map((p) =>
+        Math.min(
+          ...members.flatMap((m) =>
+            m.events
+              .filter((e) => e.event === 'assigned' && e.partition === p && e.at >= move.at)
+              .map((e) => e.at),
+          ),
         ),
       ),
     );
-    return Math.max(...times);
-  };
 
   const client = new ClientRedisStreams({
     connection: redisUrl,
@@ -148,33 +119,26 @@ export async function runRebalanceBench(argv: string[]): Promise<unknown> {
   const moves: Move[] = [];
   let sent = 0;
   try {
-    const env = await collectEnvInfo(redis, redisUrl, [
-      '@nestjs/core',
-      '@nestjs/microservices',
-      'ioredis',
-    ]);
     out('bench:ticks --rebalance: ordered partitions while consumers die, leave and join');
-    out(formatEnvInfo(env));
-    out(`revision ${gitRevision(['libs/stream-batch-ack', 'bench/ticks'])}`);
+    out(run.envText);
+    out(`revision ${run.revision(['libs/stream-batch-ack', 'bench/ticks'])}`);
     out(
       `${n} consumers, ${partitions} partitions, ${keys} keys, ${rate} msgs/s for ${seconds} s, leaseMs ${leaseMs}\n`,
     );
     for (let i = 0; i < n; i++) members.push(await start(`consumer-${i}`));
     await client.connect();
-    await until('the partitions spread over the consumers', balanced);
+    await until('the partitions spread over the consumers', balanced, 60_000);
 
     const began = Date.now();
     const total = Math.round(rate * seconds);
-    const tickMs = 10;
     const plan = [
       { at: seconds * 0.2, what: 'kill -9' },
       { at: seconds * 0.4, what: 'join' },
       { at: seconds * 0.75, what: 'app.close()' },
     ];
     while (sent < total) {
-      const elapsed = (Date.now() - began) / 1000;
       const next = plan[0];
-      if (next && elapsed >= next.at) {
+      if (next && (Date.now() - began) / 1000 >= next.at) {
         plan.shift();
         if (next.what === 'join') {
           // Started in the background: the messages keep flowing while it boots.
@@ -185,15 +149,15 @@ export async function runRebalanceBench(argv: string[]): Promise<unknown> {
             move.at = joined.joinedAt;
           });
         } else {
-          const victim = members.find((m) => m.proc.exitCode === null && m.owned.size > 0)!;
-          const move: Move = {
-            what: next.what === 'kill -9' ? 'a consumer killed (-9)' : 'a consumer leaves (close)',
+          const victim = members.find((m) => m.child.running && m.owned.size > 0)!;
+          const kill = next.what === 'kill -9';
+          moves.push({
+            what: kill ? 'a consumer killed (-9)' : 'a consumer leaves (close)',
             at: Date.now(),
             partitions: [...victim.owned],
-          };
-          moves.push(move);
-          if (next.what === 'kill -9') victim.proc.kill('SIGKILL');
-          else victim.proc.send({ type: 'stop' });
+          });
+          if (kill) victim.child.proc.kill('SIGKILL');
+          else victim.child.send({ type: 'stop' });
           victim.owned.clear();
         }
       }
@@ -204,7 +168,7 @@ export async function runRebalanceBench(argv: string[]): Promise<unknown> {
         batch.push(firstValueFrom(client.emit(stream, tick)));
       }
       await Promise.all(batch);
-      await new Promise((r) => setTimeout(r, tickMs));
+      await sleep(10);
     }
     const firsts = new Map<number, HandledRow>();
     // A killed consumer's last report (every 100 ms) is lost with it, although the messages in it
@@ -213,7 +177,6 @@ export async function runRebalanceBench(argv: string[]): Promise<unknown> {
     let seen = 0;
     let drainedChecks = 0;
     let nextCheck = 0;
-    let checking = false;
     const drained = async () => {
       for (const s of partitionStreams(stream, partitions)) {
         const { pending, lag } = await groupInfo(redis, s);
@@ -221,28 +184,20 @@ export async function runRebalanceBench(argv: string[]): Promise<unknown> {
       }
       return true;
     };
-    await until(
-      'every message handled',
-      () => {
-        // The earliest handling of each message, whichever consumer's report arrived first.
-        for (; seen < handled.length; seen++) {
-          const row = handled[seen];
-          const first = firsts.get(row[1]);
-          if (!first || row[3] < first[3]) firsts.set(row[1], row);
-        }
-        if (firsts.size >= total) return true;
-        if (!checking && Date.now() >= nextCheck) {
-          checking = true;
-          nextCheck = Date.now() + 1000;
-          void drained().then((yes) => {
-            drainedChecks = yes ? drainedChecks + 1 : 0;
-            checking = false;
-          });
-        }
-        return drainedChecks >= 3;
-      },
-      120_000,
-    );
+    const allHandled = async () => {
+      // The earliest handling of each message, whichever consumer's report arrived first.
+      for (; seen < handled.length; seen++) {
+        const row = handled[seen];
+        const first = firsts.get(row[1]);
+        if (!first || row[3] < first[3]) firsts.set(row[1], row);
+      }
+      if (firsts.size >= total) return true;
+      if (Date.now() < nextCheck) return false;
+      nextCheck = Date.now() + 1000;
+      drainedChecks = (await drained()) ? drainedChecks + 1 : 0;
+      return drainedChecks >= 3;
+    };
+    await until('every message handled', allHandled, 120_000);
     const unreported = total - firsts.size;
     await until(
       'the new consumer to join, and the partitions to spread again',
@@ -250,22 +205,20 @@ export async function runRebalanceBench(argv: string[]): Promise<unknown> {
       60_000,
     );
     // The join moved partitions from every other consumer: which ones, from the events.
-    const join = moves.find((m) => m.what === 'a consumer joins')!;
     const newcomer = members[members.length - 1];
-    join.partitions = newcomer.events.filter((e) => e.event === 'assigned').map((e) => e.partition);
+    moves.find((m) => m.what === 'a consumer joins')!.partitions = newcomer.events
+      .filter((e) => e.event === 'assigned')
+      .map((e) => e.partition);
     for (const move of moves) move.doneAt = assignedAfter(move);
 
     // Order: the first handling of each key's messages follows their seq.
     let outOfOrder = 0;
     const lastOfKey = new Map<string, HandledRow>();
+    const at = (r: HandledRow) => `${r[1]} by ${handledBy.get(r)} at +${r[3] - began} ms`;
     for (const row of [...firsts.values()].sort((a, b) => a[3] - b[3] || a[1] - b[1])) {
       const last = lastOfKey.get(row[0]);
-      if (last && last[1] > row[1]) {
-        if (++outOfOrder <= 5)
-          out(
-            `out of order: ${row[0]} seq ${row[1]} by ${handledBy.get(row)} at +${row[3] - began} ms after seq ${last[1]} by ${handledBy.get(last)} at +${last[3] - began} ms`,
-          );
-      }
+      if (last && last[1] > row[1] && ++outOfOrder <= 5)
+        out(`out of order: ${row[0]} seq ${at(row)} after seq ${at(last)}`);
       if (!last || last[1] < row[1]) lastOfKey.set(row[0], row);
     }
     const delay = (rows: HandledRow[]) => rows.map((r) => r[3] - r[2]).sort((a, b) => a - b);
@@ -292,22 +245,9 @@ export async function runRebalanceBench(argv: string[]): Promise<unknown> {
         vsSteady: quantile(during, 0.99) / quantile(steady, 0.99),
       };
     });
-    out(
-      renderTable(
-        [
-          { header: 'move', value: (r) => r.move },
-          { header: 'partitions', value: (r) => r.partitions },
-          { header: 'moved in ms', value: (r) => r.movedMs },
-          { header: 'bound', value: (r) => r.bound },
-          { header: 'msgs delayed', value: (r) => r.delayed },
-          { header: 'p50 ms', value: (r) => r.p50 },
-          { header: 'p99 ms', value: (r) => r.p99 },
-          { header: 'max ms', value: (r) => r.max },
-          { header: 'p99 vs steady', value: (r) => r.vsSteady, digits: 1 },
-        ],
-        rows,
-      ),
-    );
+    const spec =
+      'move, partitions, moved in ms=movedMs, bound, msgs delayed=delayed, p50 ms=p50, p99 ms=p99, max ms=max, p99 vs steady=vsSteady:1';
+    out(renderTable(columns<(typeof rows)[number]>(spec), rows));
     const handledTwice = handled.length - firsts.size;
     out(
       `\nsteady delay (first 20 %): p50 ${quantile(steady, 0.5)} ms, p99 ${quantile(steady, 0.99)} ms; ` +
@@ -321,25 +261,20 @@ export async function runRebalanceBench(argv: string[]): Promise<unknown> {
         `per-key order kept: ${outOfOrder === 0 ? 'PASS' : 'FAIL'}`,
     );
     const report = {
-      options: o,
-      env,
-      steady: { p50: quantile(steady, 0.5), p99: quantile(steady, 0.99) },
-      rows,
-      handledTwice,
-      unreported,
-      outOfOrder,
+      ...{
+        options: o,
+        env: run.env,
+        steady: { p50: quantile(steady, 0.5), p99: quantile(steady, 0.99) },
+      },
+      ...{ rows, handledTwice, unreported, outOfOrder },
     };
     if (o.json) writeFileSync(o.json, `${JSON.stringify(report, null, 2)}\n`);
     return report;
   } finally {
     await client.close();
-    for (const m of members) if (m.proc.connected) m.proc.send({ type: 'stop' });
-    await Promise.race([
-      Promise.all(members.map((m) => m.closed)),
-      new Promise((r) => setTimeout(r, 15_000)),
-    ]);
-    for (const m of members) if (m.proc.exitCode === null) m.proc.kill('SIGKILL');
-    await redis.quit();
-    await target.stop();
+    for (const m of members) m.child.send({ type: 'stop' });
+    await Promise.race([Promise.all(members.map((m) => m.child.exited)), sleep(15_000)]);
+    await Promise.all(members.map((m) => m.child.kill()));
+    await run.close();
   }
 }

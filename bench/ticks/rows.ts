@@ -1,4 +1,5 @@
 /* One measured row of bench:ticks, how rows relate (% of raw, CPU vs plain, medians of runs), and the tables' columns. */
+import { columns as specColumns } from '../shared/columns';
 import { Column, median } from '../shared/table';
 import type { TicksBenchOptions } from './options';
 import { Mode, PLAIN_OF, Variant } from './protocol';
@@ -37,42 +38,29 @@ const pctOf = (x: number | undefined) => (x === undefined ? null : `${x.toFixed(
 
 export function columns(o: TicksBenchOptions): Column<Row>[] {
   const batch = `${LABEL.batch} (${o['batch-size']}/${o.interval} ms)`;
-  return [
-    { header: 'mode', value: (r) => modeLabel(r.mode, o) },
+  return specColumns<Row>(
+    'mode, consumer, run, msgs/s, % of raw, p50 ms=p50:2, p99 ms=p99:2, max ms=max:1, XACK/1k=xackPer1000:2, ' +
+      'Lua/1k=scriptsPer1000:2, consumer cmds/msg=consumerCmdsPerMsg:3, CPU ms/100k=cpuMsPer100k:0, CPU vs plain, ' +
+      "Redis ms/100k=redisMsPer100k:0, Redis CPU s/1M:2, Redis CPU vs raw, avg batch:0, peak RSS MB=peakRssMb:0, loop delay p99/max ms, others' CPU, check",
     {
-      header: 'consumer',
-      value: (r) =>
+      mode: (r) => modeLabel(r.mode, o),
+      consumer: (r) =>
         (r.variant === 'batch' ? batch : LABEL[r.variant]) + (r.otel ? `, otel ${r.otel}` : ''),
-    },
-    { header: 'run', value: (r) => String(r.run) },
-    { header: 'msgs/s', value: (r) => Math.round(r.msgsPerSec) },
-    { header: '% of raw', value: (r) => pctOf(r.ofRaw && r.ofRaw * 100) },
-    { header: 'p50 ms', value: (r) => r.p50, digits: 2 },
-    { header: 'p99 ms', value: (r) => r.p99, digits: 2 },
-    { header: 'max ms', value: (r) => r.max, digits: 1 },
-    { header: 'XACK/1k', value: (r) => r.xackPer1000, digits: 2 },
-    { header: 'Lua/1k', value: (r) => r.scriptsPer1000, digits: 2 },
-    { header: 'consumer cmds/msg', value: (r) => r.consumerCmdsPerMsg, digits: 3 },
-    { header: 'CPU ms/100k', value: (r) => r.cpuMsPer100k, digits: 0 },
-    { header: 'CPU vs plain', value: (r) => times(r.cpuVsPlain) },
-    { header: 'Redis ms/100k', value: (r) => r.redisMsPer100k, digits: 0 },
-    { header: 'Redis CPU s/1M', value: (r) => r.redisCpuUsPerMsg ?? null, digits: 2 },
-    { header: 'Redis CPU vs raw', value: (r) => times(r.redisCpuVsRaw) },
-    { header: 'avg batch', value: (r) => r.avgBatch ?? null, digits: 0 },
-    { header: 'peak RSS MB', value: (r) => r.peakRssMb, digits: 0 },
-    {
-      header: 'loop delay p99/max ms',
-      value: (r) => `${r.loopDelayP99.toFixed(0)} / ${r.loopDelayMax.toFixed(0)}`,
-    },
-    { header: "others' CPU", value: (r) => pctOf(r.otherCpuPct) },
-    {
-      header: 'check',
-      value: (r) =>
+      run: (r) => String(r.run),
+      'msgs/s': (r) => Math.round(r.msgsPerSec),
+      '% of raw': (r) => pctOf(r.ofRaw && r.ofRaw * 100),
+      'CPU vs plain': (r) => times(r.cpuVsPlain),
+      'Redis CPU s/1M': (r) => r.redisCpuUsPerMsg ?? null,
+      'Redis CPU vs raw': (r) => times(r.redisCpuVsRaw),
+      'avg batch': (r) => r.avgBatch ?? null,
+      'loop delay p99/max ms': (r) => `${r.loopDelayP99.toFixed(0)} / ${r.loopDelayMax.toFixed(0)}`,
+      "others' CPU": (r) => pctOf(r.otherCpuPct),
+      check: (r) =>
         isOk(r)
           ? 'ok'
           : `missing ${r.missing}, dup ${r.duplicates}, pending ${r.pendingAfter}, failed/skipped ${r.failedOrSkipped}${r.complete ? '' : ', timed out'}`,
     },
-  ];
+  );
 }
 
 /** Counts that should be 0 in every run: a median row shows their worst run. */

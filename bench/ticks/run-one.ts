@@ -12,16 +12,8 @@ import {
   redisCpuUs,
 } from '../shared/redis-stats';
 import type { TicksBenchOptions } from './options';
-import type {
-  ChildMessage,
-  ConsumerConfig,
-  Mode,
-  OtelMode,
-  ParentMessage,
-  ProducerConfig,
-  ProducerResult,
-  Variant,
-} from './protocol';
+import type { ChildMessage, ConsumerConfig, Mode, OtelMode, ParentMessage } from './protocol';
+import type { ProducerConfig, Variant } from './protocol';
 
 /**
  * Commands that only the idempotency scripts run here (SADD, PEXPIRE, SET; the GET of the
@@ -52,12 +44,12 @@ export async function runOne(
   const group = 'bench';
   const total = mode === 'fixed' ? Math.round(o.rate * o.duration) : o.messages;
   const warmup = Math.round(o.rate * o.warmup);
-  const profile = o['cpu-prof']
-    ? join(
-        resolve(o['cpu-prof']),
-        `${mode}-${variant}${otel ? `-otel-${otel}` : ''}-${run}.cpuprofile`,
-      )
-    : undefined;
+  const profile =
+    o['cpu-prof'] &&
+    join(
+      resolve(o['cpu-prof']),
+      `${mode}-${variant}${otel ? `-otel-${otel}` : ''}-${run}.cpuprofile`,
+    );
   await redis.del(stream);
   const consumerCfg: ConsumerConfig = {
     ...{ variant, redisUrl, stream, group, warmup, expected: total },
@@ -72,67 +64,44 @@ export async function runOne(
     mode === 'fixed'
       ? (o.duration + o.warmup) * 1000 + 60_000
       : Math.max(120_000, (warmup + total) / 2);
-  let consumer: TicksChild | undefined;
-  let producer: TicksChild | undefined;
-  const start = async (name: string, file: string, env: string, cfg: object) => {
-    const child: TicksChild = forkTs(name, join(__dirname, file), {
-      env: { [env]: JSON.stringify(cfg) },
-    });
+  const children: TicksChild[] = [];
+  const start = async (name: string, role: 'consumer' | 'producer', cfg: object) => {
+    const env = { [`BENCH_TICKS_${role.toUpperCase()}`]: JSON.stringify(cfg) };
+    const child: TicksChild = forkTs(name, join(__dirname, `${role}.ts`), { env });
+    children.push(child);
     await child.waitFor('ready', 60_000);
     return child;
   };
-  const startConsumer = async () =>
-    (consumer = await start(
-      `consumer (${variant})`,
-      'consumer.ts',
-      'BENCH_TICKS_CONSUMER',
-      consumerCfg,
-    ));
-  const startProducer = async () =>
-    (producer = await start('producer', 'producer.ts', 'BENCH_TICKS_PRODUCER', producerCfg));
-  const completion = (done: Promise<unknown>) =>
-    done.then(
+  const startConsumer = () => start(`consumer (${variant})`, 'consumer', consumerCfg);
+  try {
+    let c = mode === 'drain' ? undefined : await startConsumer();
+    const producer = await start('producer', 'producer', producerCfg);
+    const before = await commandStats(redis);
+    const produced = producer.waitFor('producer-result', o.duration * 1000 + 600_000);
+    let cpuBefore = snapshotOtherCpu();
+    let redisCpuBefore: number | undefined;
+    producer.send({ type: 'start' });
+    if (!c) {
+      // drain: the whole backlog is written first; the consumer starts on a full stream.
+      await produced;
+      await producer.exited;
+      cpuBefore = snapshotOtherCpu();
+      if (!o['redis-url']) redisCpuBefore = await redisCpuUs(redis);
+      c = await startConsumer();
+    }
+    const complete = await c.waitFor('done', doneTimeoutMs).then(
       () => true,
       (err: Error) => {
         process.stderr.write(`  ${err.message}: reporting what was handled\n`);
         return false;
       },
     );
-  try {
-    let before: CommandStats;
-    let c: TicksChild;
-    let complete: boolean;
-    let cpuBefore: ReturnType<typeof snapshotOtherCpu>;
-    let redisCpuBefore: number | undefined;
-    let produced: Promise<{ result: ProducerResult }>;
-    if (mode === 'drain') {
-      // The whole backlog is written first; the consumer starts on a full stream.
-      const prod = await startProducer();
-      before = await commandStats(redis);
-      produced = prod.waitFor('producer-result', 600_000);
-      prod.send({ type: 'start' });
-      await produced;
-      await prod.exited;
-      cpuBefore = snapshotOtherCpu();
-      if (!o['redis-url']) redisCpuBefore = await redisCpuUs(redis);
-      c = await startConsumer();
-      complete = await completion(c.waitFor('done', doneTimeoutMs));
-    } else {
-      c = await startConsumer();
-      const prod = await startProducer();
-      before = await commandStats(redis);
-      const done = c.waitFor('done', doneTimeoutMs);
-      produced = prod.waitFor('producer-result', o.duration * 1000 + 600_000);
-      cpuBefore = snapshotOtherCpu();
-      prod.send({ type: 'start' });
-      complete = await completion(done);
-    }
     const cpuAfter = snapshotOtherCpu();
     const p = (await produced).result;
     const resultMsg = c.waitFor('consumer-result', 60_000);
     c.send({ type: 'stop' });
     const result = (await resultMsg).result;
-    await Promise.all([c.exited, producer?.exited]);
+    await Promise.all(children.map((x) => x.exited));
     const redisCpu =
       redisCpuBefore === undefined ? undefined : (await redisCpuUs(redis)) - redisCpuBefore;
     const stats = diffStats(await commandStats(redis), before);
@@ -148,12 +117,11 @@ export async function runOne(
       .reduce((a, [, v]) => a + v.usec, 0);
     const server = result.server;
     const perS = (n: number, from: number, to: number) => n / Math.max(1e-9, (to - from) / 1000);
+    const skipped = server && server.duplicatesSkipped.memory + server.duplicatesSkipped.redis;
     return {
       ...{ mode, variant, otel, run },
-      /** Measured messages (each handled once). */
-      messages: unique,
-      /** Every message written, warm-up included: the command counts are per these. */
-      sent,
+      /** Measured messages (each handled once); `sent`: warm-up included, what counts are per. */
+      ...{ messages: unique, sent },
       /** Consumer throughput: messages handled / (last handled - first handled). */
       msgsPerSec: perS(unique, result.firstAt, result.lastAt),
       producerMsgsPerSec: perS(p.sent, p.firstAt, p.lastAt),
@@ -180,19 +148,14 @@ export async function runOne(
       pendingAfter: Number(pending[0]),
       ...{ missing: result.missing, duplicates: result.duplicates },
       /** Transport: entries failed, or skipped as duplicates or in progress (none expected here). */
-      failedOrSkipped: server
-        ? server.failed +
-          server.duplicatesSkipped.memory +
-          server.duplicatesSkipped.redis +
-          server.inProgressSkipped
-        : 0,
+      failedOrSkipped: server ? server.failed + skipped! + server.inProgressSkipped : 0,
       complete,
       /** CPU used by processes outside the benchmark while the row ran, % of one core. */
       otherCpuPct: otherCpuPercent(cpuBefore, cpuAfter),
       profile: profile && existsSync(profile) ? profile : undefined,
     };
   } finally {
-    await Promise.all([consumer?.kill(), producer?.kill()]);
+    await Promise.all(children.map((x) => x.kill()));
     await redis.del(stream);
     await deleteKeys(redis, idempotencyPrefix);
   }
