@@ -136,11 +136,12 @@ export function batchLoads(ctx: ScenarioContext) {
     },
     columns: BATCH_COLUMNS,
     targets: batchTargets,
+    targetsAt: 'table',
   });
 }
 
 /** Two instances on the same 100 keys, 50 cached: each missing key once, at most 2 loader calls. */
-export function batchTargets(rows: BatchRow[]): Target[] {
+function batchTargets(rows: BatchRow[]): Target[] {
   const two = rows.find((r) => r.flow === 'getOrLoadMany' && r.instances === 2);
   if (!two) return [];
   return [

@@ -27,11 +27,12 @@ export async function cliffScenario(ctx: ScenarioContext) {
   const rows = await cliff(ctx, o.scenario === 'cliff' ? o.instances : 1, o.concurrency);
   if (o.scenario !== 'cliff' && o.multiInstances > 1)
     rows.push(...(await cliff(ctx, o.multiInstances, o.multiConcurrency)));
+  ctx.targets.push(...cliffTargets(rows, o));
   return rows;
 }
 
 /** The cliff at every concurrency on `k` instances. */
-export function cliff(ctx: ScenarioContext, k: number, concurrencies: number[]) {
+function cliff(ctx: ScenarioContext, k: number, concurrencies: number[]) {
   const o = ctx.opts;
   return runScenario(ctx, {
     title: () =>
@@ -127,7 +128,7 @@ const PROTECTED: PatternName[] = [
 ];
 
 /** Targets 1 and 2 of "What the library must reach": loader calls and Redis commands per request. */
-export function cliffTargets(rows: CliffRow[], o: BenchOptions): Target[] {
+function cliffTargets(rows: CliffRow[], o: BenchOptions): Target[] {
   const rounds = o.rounds;
   const targets: Target[] = [];
   const cliff = (pattern: PatternName, k: number, conc: number) =>

@@ -91,7 +91,7 @@ export function fanout(ctx: ScenarioContext) {
   });
 }
 
-export function fanoutTargets(rows: FanoutRow[]): Target[] {
+function fanoutTargets(rows: FanoutRow[]): Target[] {
   return [...new Set(rows.map((r) => r.pattern))]
     .filter((pattern) => LOCK_PATTERNS.includes(pattern))
     .map((pattern) => {
@@ -217,7 +217,7 @@ export function warnings(ctx: ScenarioContext) {
   });
 }
 
-export function warningsTargets(rows: WarningsRow[]): Target[] {
+function warningsTargets(rows: WarningsRow[]): Target[] {
   const sf = rows.find((r) => r.pattern === 'singleflight');
   return rows
     .filter((r) => r.pattern !== 'singleflight')

@@ -84,7 +84,7 @@ export function graceFailing(ctx: ScenarioContext) {
   });
 }
 
-export function graceTargets(rows: GraceRow[]): Target[] {
+function graceTargets(rows: GraceRow[]): Target[] {
   const without = rows.filter((r) => r.grace_ms === 0);
   const ref = without.length
     ? ` (${without.map((r) => `${r.pattern} without grace: ${r.caller_errors} for ${r.failures} = ${r.errors_per_failure.toFixed(2)} per failure`).join('; ')})`
@@ -168,7 +168,7 @@ export function l1Stall(ctx: ScenarioContext) {
   });
 }
 
-export function l1StallTargets(rows: L1StallRow[]): Target[] {
+function l1StallTargets(rows: L1StallRow[]): Target[] {
   const without = rows.filter((r) => !r.l1);
   const ref = without.length
     ? ` (${without.map((r) => `${r.variant}: ${r.loads_during} loads, p99 ${r.during_p99} ms`).join('; ')})`

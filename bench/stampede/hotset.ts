@@ -181,7 +181,7 @@ export function hotset(ctx: ScenarioContext) {
   });
 }
 
-export function hotsetTargets(rows: HotsetRow[]): Target[] {
+function hotsetTargets(rows: HotsetRow[]): Target[] {
   const sf = rows.find((r) => r.pattern === 'singleflight');
   const ref = (f: (r: HotsetRow) => number, digits: number) =>
     sf ? ` (singleflight ${f(sf).toFixed(digits)})` : '';

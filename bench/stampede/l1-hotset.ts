@@ -176,7 +176,7 @@ export function l1Hotset(ctx: ScenarioContext) {
 const idealOf = (o: BenchOptions) =>
   idealLoadsPerRequest(o.l1HotsetKeys, o.l1HotsetZipf, o.l1HotsetRate, o.l1HotsetTtlMs);
 
-export function l1HotsetTargets(rows: L1HotsetRow[], o: BenchOptions): Target[] {
+function l1HotsetTargets(rows: L1HotsetRow[], o: BenchOptions): Target[] {
   const ideal = idealOf(o);
   const others = rows.filter((r) => !r.l1);
   const refs = (f: (r: L1HotsetRow) => string) =>

@@ -113,7 +113,7 @@ async function lateLockRow(
   };
 }
 
-export function lateLockTargets(rows: LateLockRow[], o: BenchOptions): Target[] {
+function lateLockTargets(rows: LateLockRow[], o: BenchOptions): Target[] {
   const sf = rows.find((r) => r.pattern === 'singleflight');
   const ref = sf ? `; singleflight ${sf.call2_ms} ms` : '';
   return rows
@@ -248,7 +248,7 @@ export function stall(ctx: ScenarioContext) {
  */
 const TIMER_SLACK_MS = 10;
 
-export function stallTargets(rows: StallRow[], o: BenchOptions): Target[] {
+function stallTargets(rows: StallRow[], o: BenchOptions): Target[] {
   const sf = rows.find((r) => r.pattern === 'singleflight');
   const bound = o.operationTimeoutMs + o.backendMs;
   return rows.map((r) => ({

@@ -18,6 +18,8 @@ export interface ScenarioContext {
   prefix: string;
   /** The benchmark's own connection to the shared Redis (INFO, EXISTS). */
   control: Redis;
+  /** The final list of targets, in run order. */
+  targets: Target[];
   /**
    * An app config for a TTL; on `redis` (a private redis-server) with the options'
    * operationTimeout and cooldown.
@@ -34,8 +36,9 @@ export interface ScenarioSpec<Row extends object> {
   columns: Column<Row>[];
   /** More lines after the table (a breakdown). */
   after?(rows: Row[]): string[];
-  /** Targets printed under the table (the same lines as in the final section). */
   targets?(rows: Row[]): Target[];
+  /** Where the targets go: under the table, in the final list, or both (the default). */
+  targetsAt?: 'table' | 'list';
 }
 
 export async function runScenario<Row extends object>(
@@ -54,7 +57,9 @@ export async function runScenario<Row extends object>(
   ctx.log(renderTable(spec.columns, rows));
   for (const line of spec.after?.(rows) ?? []) ctx.log(line);
   const targets = spec.targets?.(rows) ?? [];
-  if (targets.length) ctx.log(targets.map(formatTargetLine).join('\n'));
+  if (targets.length && spec.targetsAt !== 'list')
+    ctx.log(targets.map(formatTargetLine).join('\n'));
+  if (spec.targetsAt !== 'table') ctx.targets.push(...targets);
   return rows;
 }
 

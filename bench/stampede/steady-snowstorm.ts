@@ -97,6 +97,8 @@ export function steady(ctx: ScenarioContext) {
         eachOf(o.steadyPatterns, (pattern) => steadyRow(ctx, app, pattern)),
       ),
     columns: STEADY_COLUMNS,
+    targets: (rows) => steadyTargets(rows, o),
+    targetsAt: 'list',
   });
 }
 
@@ -155,11 +157,13 @@ export function snowstorm(ctx: ScenarioContext) {
         await snowRow(ctx, app, `@JitterTtl(${o.jitter})`, 'jitter'),
       ]),
     columns: SNOW_COLUMNS,
+    targets: snowstormTargets,
+    targetsAt: 'list',
   });
 }
 
 /** Targets 3 and 4: XFetch under steady load, @JitterTtl against a snowstorm. */
-export function steadyTargets(steady: SteadyRow[], { cpuBurn }: BenchOptions): Target[] {
+function steadyTargets(steady: SteadyRow[], { cpuBurn }: BenchOptions): Target[] {
   const sf = steady.find((r) => r.pattern === 'singleflight');
   const xf = steady.find((r) => r.pattern === 'xfetch');
   if (!sf || !xf) return [];
@@ -179,7 +183,7 @@ export function steadyTargets(steady: SteadyRow[], { cpuBurn }: BenchOptions): T
   ];
 }
 
-export function snowstormTargets(snowstorm: SnowRow[]): Target[] {
+function snowstormTargets(snowstorm: SnowRow[]): Target[] {
   if (snowstorm.length !== 2) return [];
   const [plain, jittered] = snowstorm;
   const cut = 1 - jittered.max_window_calls / plain.max_window_calls;
