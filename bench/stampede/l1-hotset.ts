@@ -9,9 +9,9 @@ import type { Target } from '../shared/targets';
 import { commandBreakdown } from './command-counts';
 import { eachOf, q, runScenario, ScenarioContext } from './scenario';
 import { Instance, withInstances } from './instances';
-import { LoadResult, warmAndMeasure, poissonJob } from './load';
-import { BenchOptions, parseVariant, TierVariant } from './options';
-import { hotKeyLoads, probe } from './hotset';
+import { LoadResult } from './load';
+import { BenchOptions, group, parseVariant, TierVariant } from './options';
+import { hotsetRun } from './hotset';
 
 /**
  * Loads per request of a cache-aside that loads every key exactly once per TTL when it is asked
@@ -51,25 +51,12 @@ async function l1HotsetRow(
   redis: PrivateRedis,
   v: TierVariant,
 ) {
-  const o = ctx.opts;
-  const k = instances.length;
-  const { cold } = await probe(
-    instances[0],
-    redis,
-    v.pattern,
-    ['l1hs', v.name],
-    o.l1HotsetProbeKeys,
-  );
-  const job = poissonJob(
-    v.pattern,
-    `l1hs:${v.name}:`,
-    o.l1HotsetKeys,
-    o.l1HotsetRate / k,
-    o.l1HotsetWarmupMs,
-    o.l1HotsetZipf,
-  );
-  const run = await warmAndMeasure(instances, redis, job, o.l1HotsetDurationMs, { classify: true });
-  const { results, cmds, reqs, counters: c } = run;
+  const g = group(ctx.opts, 'l1Hotset');
+  const hs = await hotsetRun(g, instances, redis, v.pattern, ['l1hs', v.name], false, {
+    classify: true,
+  });
+  const { cold, run } = hs;
+  const { results, reqs, counters: c } = run;
   const l1Hits = results.flatMap((r) => r.l1HitLatencies ?? []);
   const storeHits = results.flatMap((r) => r.storeHitLatencies ?? []);
   const hits = [...l1Hits, ...storeHits];
@@ -80,31 +67,14 @@ async function l1HotsetRow(
     variant: v.name,
     pattern: v.pattern,
     l1: v.l1,
-    instances: k,
-    keys: o.l1HotsetKeys,
-    zipf: o.l1HotsetZipf,
-    rate: o.l1HotsetRate,
-    ttl_ms: o.l1HotsetTtlMs,
-    duration_ms: o.l1HotsetDurationMs,
-    reqs,
-    loads: c.loads,
+    ...hs.row,
     loads_per_req: c.loads / reqs,
     lock_waits: c.lockWaits,
     joins: c.joins,
-    /** Library commands of the measured run (commandstats delta). */
-    cmds,
-    cmds_per_req: cmds / reqs,
     /** Probe: cold keys called once each on one instance (every call a miss and a load). */
     cmds_per_load: cmdsPerLoad,
     /** loads_per_req x cmds_per_load: what the loads alone cost per request. */
     floor_cmds_per_req: (c.loads / reqs) * cmdsPerLoad,
-    ...hotKeyLoads(
-      run,
-      job.keyPrefix,
-      Math.min(o.l1HotsetHotKeys, o.l1HotsetKeys),
-      o.l1HotsetDurationMs,
-      o.l1HotsetTtlMs,
-    ),
     /** Calls that neither ran the loader nor joined a flight that ran it (measured in the caller). */
     hits: hits.length,
     hit_share: hits.length / reqs,

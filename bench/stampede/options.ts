@@ -178,6 +178,21 @@ export const DEFAULT_OPTIONS = {
 
 export type BenchOptions = typeof DEFAULT_OPTIONS & { redisUrl: string };
 
+/** The options that start with `P`, without it: `group(o, 'hotset').ttlMs` is `o.hotsetTtlMs`. */
+export type Group<P extends string> = {
+  [
+    K in keyof BenchOptions as K extends `${P}${infer R}` ? Uncapitalize<R> : never
+  ]: BenchOptions[K];
+};
+
+export function group<P extends string>(o: BenchOptions, prefix: P): Group<P> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(o))
+    if (k.startsWith(prefix) && k !== prefix)
+      out[k[prefix.length].toLowerCase() + k.slice(prefix.length + 1)] = v;
+  return out as Group<P>;
+}
+
 /** The scenarios a --scenario value names (groups expanded), in run order. */
 export function scenariosOf(value: string): Scenario[] {
   const wanted = new Set<Scenario>();
