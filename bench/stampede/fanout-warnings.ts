@@ -10,6 +10,7 @@ import { LOCK_PATTERNS, PatternName, sumCounters } from './patterns';
 import { eachOf, q, round2, runScenario, ScenarioContext, sleep } from './scenario';
 import { withInstances } from './instances';
 import { LoadResult, runLoad, warmAndMeasure, poissonJob } from './load';
+import { group } from './options';
 
 // --- fanout -------------------------------------------------------------------------------
 
@@ -56,6 +57,7 @@ export const FANOUT_COLUMNS = columns<FanoutRow>(
 
 export function fanout(ctx: ScenarioContext) {
   const o = ctx.opts;
+  const g = group(o, 'fanout');
   const k = Math.max(2, o.fanoutInstances);
   return runScenario(ctx, {
     privateRedis: true,
@@ -70,10 +72,10 @@ export function fanout(ctx: ScenarioContext) {
           const job = poissonJob(
             pattern,
             `fan:${pattern}:`,
-            o.fanoutKeys,
-            o.fanoutRate / k,
-            o.fanoutWarmupMs,
-            o.fanoutZipf,
+            g.keys,
+            g.rate / k,
+            g.warmupMs,
+            g.zipf,
           );
           const run = await warmAndMeasure(instances, redis, job, o.fanoutDurationMs, {
             perRequest: true,

@@ -10,7 +10,7 @@ import { BenchApp } from './bench-app';
 import { PatternName } from './patterns';
 import { eachOf, q, round2, runScenario, ScenarioContext, sleep } from './scenario';
 import { runLoad, poissonJob } from './load';
-import { parseVariant, TierVariant } from './options';
+import { group, parseVariant, TierVariant } from './options';
 import { pausedRun } from './late-lock-stall';
 
 // --- grace-failing ------------------------------------------------------------------------
@@ -26,15 +26,10 @@ export const GRACE_COLUMNS = columns<GraceRow>(
 
 async function graceRow(ctx: ScenarioContext, redis: PrivateRedis, pattern: PatternName) {
   const o = ctx.opts;
-  const extra = { failRate: o.graceFailRate, graceMs: o.graceMs, graceBackoffMs: o.graceBackoffMs };
+  const g = group(o, 'grace');
+  const extra = { failRate: g.failRate, graceMs: g.ms, graceBackoffMs: g.backoffMs };
   return BenchApp.with(ctx.config(o.graceTtlMs, extra, redis), async (app) => {
-    const job = poissonJob(
-      pattern,
-      `grace:${pattern}:`,
-      o.graceKeys,
-      o.graceRate,
-      o.graceDurationMs,
-    );
+    const job = poissonJob(pattern, `grace:${pattern}:`, g.keys, g.rate, g.durationMs);
     // Warm-up, not counted: every key loaded, one after the other over a TTL (expiries
     // spread), then each once more (a key whose first load failed is loaded now).
     await runLoad(app, { ...job, mode: 'sweep', spreadMs: o.graceTtlMs });
@@ -115,15 +110,10 @@ export const L1_STALL_COLUMNS = columns<L1StallRow>(
 
 async function l1StallRow(ctx: ScenarioContext, redis: PrivateRedis, v: TierVariant) {
   const o = ctx.opts;
+  const g = group(o, 'l1Stall');
   const extra = { recordLoads: true, moduleOptions: v.l1 ? { l1: true } : undefined };
   return BenchApp.with(ctx.config(o.l1StallTtlMs, extra, redis), async (app) => {
-    const job = poissonJob(
-      v.pattern,
-      `l1st:${v.name}:`,
-      o.l1StallKeys,
-      o.l1StallRate,
-      o.l1StallDurationMs,
-    );
+    const job = poissonJob(v.pattern, `l1st:${v.name}:`, g.keys, g.rate, g.durationMs);
     await runLoad(app, { ...job, mode: 'sweep', concurrency: 20 }); // every key loaded
     const pauseAt = Math.max(0, (o.l1StallDurationMs - o.l1StallPauseMs) / 2);
     const run = await pausedRun(app, redis, job, pauseAt, o.l1StallPauseMs, 'ALL');

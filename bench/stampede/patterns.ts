@@ -17,7 +17,8 @@ export const LIBRARY_PATTERNS = [
   'jitter',
 ] as const;
 export const LOCAL_PATTERNS = ['distlock-poll', 'xfetch-uncoalesced', 'bento-like'] as const;
-export type PatternName = (typeof LIBRARY_PATTERNS)[number] | (typeof LOCAL_PATTERNS)[number];
+export type LibraryPattern = (typeof LIBRARY_PATTERNS)[number];
+export type PatternName = LibraryPattern | (typeof LOCAL_PATTERNS)[number];
 export const ALL_PATTERNS: PatternName[] = [...LIBRARY_PATTERNS, ...LOCAL_PATTERNS];
 
 /** The patterns that take a lock, and those among them that also recompute early (XFetch). */
