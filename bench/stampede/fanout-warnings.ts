@@ -2,7 +2,7 @@
  * The fanout (several instances sharing keys) and warnings (a failing loader) scenarios of
  * bench:stampede; fanout runs on a private redis-server.
  */
-import { ConsoleLogger, Logger, LogLevel } from '@nestjs/common';
+import { ConsoleLogger, Logger, LoggerService, LogLevel } from '@nestjs/common';
 import { columns } from '../shared/columns';
 import type { Target } from '../shared/targets';
 import { BenchApp } from './bench-app';
@@ -119,26 +119,15 @@ function fanoutTargets(rows: FanoutRow[]): Target[] {
 
 // --- warnings -----------------------------------------------------------------------------
 
-/** Nest logger of the warnings scenario: keeps the library's lines instead of printing them. */
-class CaptureLogger extends ConsoleLogger {
+/** Nest logger of the warnings scenario: keeps the library's warnings and errors. */
+class CaptureLogger implements LoggerService {
   readonly lines: { level: LogLevel; message: string }[] = [];
-  capturing = true;
-
-  private keep(level: LogLevel, message: unknown): boolean {
-    if (this.capturing) this.lines.push({ level, message: String(message) });
-    return this.capturing;
+  log(): void {}
+  warn(message: unknown): void {
+    this.lines.push({ level: 'warn', message: String(message) });
   }
-
-  override warn(message: unknown, ...rest: unknown[]): void {
-    if (!this.keep('warn', message)) super.warn(message, ...rest);
-  }
-
-  override error(message: unknown, ...rest: unknown[]): void {
-    if (!this.keep('error', message)) super.error(message, ...rest);
-  }
-
-  override log(message: unknown, ...rest: unknown[]): void {
-    if (!this.capturing) super.log(message, ...rest);
+  error(message: unknown): void {
+    this.lines.push({ level: 'error', message: String(message) });
   }
 }
 
@@ -207,7 +196,6 @@ export function warnings(ctx: ScenarioContext) {
       try {
         return await eachOf(o.warnPatterns, (p) => warningsRow(ctx, capture, p));
       } finally {
-        capture.capturing = false;
         // Later apps of this process log to the console again, errors and warnings only.
         Logger.overrideLogger(new ConsoleLogger({ logLevels: ['error', 'warn'] }));
       }
