@@ -249,6 +249,7 @@ function buildBenchModule(cfg: BenchConfig) {
   return { BenchModule, BenchPatterns };
 }
 
+type Caller = (key: string) => Promise<string>;
 type Patterns = InstanceType<ReturnType<typeof buildBenchModule>['BenchPatterns']>;
 
 /** One process's application context and a uniform way to call and observe each pattern. */
@@ -286,11 +287,8 @@ export class BenchApp {
     return this.patterns.backend;
   }
 
-  caller(pattern: PatternName): (key: string) => Promise<string> {
-    const patterns = this.patterns as unknown as Record<
-      PatternName,
-      (k: string) => Promise<string>
-    >;
+  caller(pattern: PatternName): Caller {
+    const patterns = this.patterns as unknown as Record<PatternName, Caller>;
     return (k) => patterns[pattern](k);
   }
 
