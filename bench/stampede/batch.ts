@@ -15,8 +15,7 @@ import { RoundTripProxy } from '../../support/round-trip-proxy';
 import { columns } from '../shared/columns';
 import type { PrivateRedis } from '../shared/private-redis';
 import type { Target } from '../shared/targets';
-import { commandDelta, totalCommands } from './command-counts';
-import { runScenario, ScenarioContext } from './scenario';
+import { commandDelta, runScenario, ScenarioContext, totalCommands } from './scenario';
 
 const KEYS = 100;
 const CACHED = 50;

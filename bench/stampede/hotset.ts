@@ -7,8 +7,15 @@ import { columns } from '../shared/columns';
 import type { PrivateRedis } from '../shared/private-redis';
 import type { Target } from '../shared/targets';
 import { PatternCounters, PatternName } from './patterns';
-import { commandBreakdown, commandDelta, totalCommands } from './command-counts';
-import { eachOf, q, runScenario, ScenarioContext } from './scenario';
+import {
+  commandBreakdown,
+  commandDelta,
+  eachOf,
+  q,
+  runScenario,
+  ScenarioContext,
+  totalCommands,
+} from './scenario';
 import { Instance, withInstances } from './instances';
 import { doubleRefreshes, LoadJob, warmAndMeasure, poissonJob } from './load';
 import { group, Group } from './options';

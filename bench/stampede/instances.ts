@@ -1,11 +1,11 @@
 /*
  * "Instances" of the app: the parent's own app (one instance) or forked processes, each with its
  * own Nest application context and Redis connections (--instances K). Both run a cliff round
- * or a load job the same way; the parent synchronizes them and sums.
+ * or a load job the same way; the parent synchronizes them and sums. A forked instance runs this
+ * file: its config comes in BENCH_CONFIG, it answers each command with its result.
  */
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { Child, forkTs } from '../shared/child';
+import { Child, failToParent, forkTs } from '../shared/child';
 import { BenchApp } from './bench-app';
 import { BenchConfig, diffCounters, PatternCounters, PatternName } from './patterns';
 import { LoadJob, LoadResult, runLoad } from './load';
@@ -57,7 +57,7 @@ function localInstance(app: BenchApp): Instance {
 
 type WorkerMessage =
   { type: 'ready' } | { type: 'round'; result: RoundResult } | { type: 'load'; result: LoadResult };
-export type WorkerCommand =
+type WorkerCommand =
   { type: 'round'; req: RoundRequest } | { type: 'load'; job: LoadJob } | { type: 'exit' };
 
 /** Generous limits for a busy machine: a worker's start, and one round or load job. */
@@ -68,11 +68,9 @@ export class ForkedInstance implements Instance {
   private constructor(private readonly child: Child<WorkerMessage, WorkerCommand>) {}
 
   static async start(cfg: BenchConfig): Promise<ForkedInstance> {
-    const child = forkTs<WorkerMessage, WorkerCommand>(
-      'bench worker',
-      join(__dirname, 'worker.ts'),
-      { env: { BENCH_CONFIG: JSON.stringify(cfg) } },
-    );
+    const child = forkTs<WorkerMessage, WorkerCommand>('bench worker', __filename, {
+      env: { BENCH_CONFIG: JSON.stringify(cfg) },
+    });
     try {
       await child.waitFor('ready', START_TIMEOUT_MS);
     } catch (err) {
@@ -125,3 +123,21 @@ export async function withInstances<T>(
     await Promise.all(instances.map((i) => i.close()));
   }
 }
+
+async function workerMain(): Promise<void> {
+  const app = await BenchApp.create(JSON.parse(process.env.BENCH_CONFIG!) as BenchConfig);
+  process.on('message', (msg: WorkerCommand) => {
+    if (msg.type === 'exit') return void app.close().then(() => process.disconnect());
+    const work =
+      msg.type === 'load'
+        ? runLoad(app, msg.job).then((result) => ({ type: 'load', result }))
+        : runCliffRound(app, msg.req).then((result) => ({ type: 'round', result }));
+    work.then(
+      (reply) => process.send!(reply),
+      (err: unknown) => process.send!({ type: 'error', error: String(err) }),
+    );
+  });
+  process.send!({ type: 'ready' });
+}
+
+if (require.main === module) workerMain().catch(failToParent);

@@ -6,8 +6,7 @@
 import { columns } from '../shared/columns';
 import type { PrivateRedis } from '../shared/private-redis';
 import type { Target } from '../shared/targets';
-import { commandBreakdown } from './command-counts';
-import { eachOf, q, runScenario, ScenarioContext } from './scenario';
+import { commandBreakdown, eachOf, q, runScenario, ScenarioContext } from './scenario';
 import { Instance, withInstances } from './instances';
 import { LoadResult } from './load';
 import { BenchOptions, group, parseVariant, TierVariant } from './options';

@@ -4,6 +4,7 @@
  * a sweep that calls every key once. Times are epoch ms, so that instances can be merged.
  */
 import { performance } from 'node:perf_hooks';
+import { CommandCounts, commandDelta, totalCommands } from './scenario';
 import { BenchApp } from './bench-app';
 import {
   BackendError,
@@ -14,7 +15,6 @@ import {
   sumCounters,
 } from './patterns';
 import { PrivateRedis } from '../shared/private-redis';
-import { CommandCounts, commandDelta, totalCommands } from './command-counts';
 
 export const epochNow = () => performance.timeOrigin + performance.now();
 
