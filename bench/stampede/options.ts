@@ -7,13 +7,8 @@ import type { OtelTier, OtelVariant } from './otel-worker';
 
 /** The variants `--otel` accepts (`none`, the baseline, is measured beside each anyway). */
 export const OTEL_VARIANTS: readonly (OtelVariant | 'none')[] = [
-  'none',
-  'api',
-  'sdk',
-  'sdk-sampled',
-  'sdk-metrics',
-  'sdk-als',
-];
+  ...['none', 'api', 'sdk', 'sdk-sampled', 'sdk-metrics', 'sdk-als'],
+] as const;
 export const OTEL_TIERS: readonly OtelTier[] = ['store', 'l1'];
 
 /** A pattern, in apps with the library's L1 (`+l1`) or without. */

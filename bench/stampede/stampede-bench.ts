@@ -73,6 +73,8 @@ function libraryRevision(): string {
   return `libs/stampede at ${lib} (checkout ${gitRevision(['libs/stampede'])})`;
 }
 
+const PACKAGES = ['@nestjs/core', '@nestjs/common', 'ioredis', 'typescript'];
+
 export async function runStampedeBench(
   options: Partial<BenchOptions> & { redisUrl: string },
   log: (line: string) => void = (line) => process.stdout.write(`${line}\n`),
@@ -83,15 +85,10 @@ export async function runStampedeBench(
   const { redisUrl: _url, ...rest } = o;
   const scenarios = scenariosOf(o.scenario);
   const entries = Object.entries(SECTIONS);
-  const sections = Object.fromEntries(entries.map(([k]) => [k, []])) as Record<string, object[]>;
+  const sections: Record<string, object[]> = Object.fromEntries(entries.map(([k]) => [k, []]));
   const report = {
     startedAt: new Date().toISOString(),
-    env: await collectEnvInfo(control, o.redisUrl, [
-      '@nestjs/core',
-      '@nestjs/common',
-      'ioredis',
-      'typescript',
-    ]),
+    env: await collectEnvInfo(control, o.redisUrl, PACKAGES),
     library: libraryRevision(),
     cpuBurn: o.cpuBurn,
     options: rest,
@@ -129,9 +126,8 @@ export async function runStampedeBench(
   try {
     for (const name of scenarios) {
       const [section, [, run]] = entries.find(([, [scenario]]) => scenario === name)!;
-      sections[section] = await run(ctx);
+      Object.assign(report, { [section]: await run(ctx) });
     }
-    Object.assign(report, sections);
     if (report.targets.length)
       log(
         [
