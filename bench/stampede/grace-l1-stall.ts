@@ -11,7 +11,7 @@ import { PatternName } from './patterns';
 import { eachOf, q, round2, runScenario, ScenarioContext, sleep } from './scenario';
 import { runLoad, poissonJob } from './load';
 import { group, parseVariant, TierVariant } from './options';
-import { pausedRun } from './late-lock-stall';
+import { pausedRun, pauseAt } from './late-lock-stall';
 
 // --- grace-failing ------------------------------------------------------------------------
 
@@ -115,12 +115,10 @@ async function l1StallRow(ctx: ScenarioContext, redis: PrivateRedis, v: TierVari
   return BenchApp.with(ctx.config(o.l1StallTtlMs, extra, redis), async (app) => {
     const job = poissonJob(v.pattern, `l1st:${v.name}:`, g.keys, g.rate, g.durationMs);
     await runLoad(app, { ...job, mode: 'sweep', concurrency: 20 }); // every key loaded
-    const pauseAt = Math.max(0, (o.l1StallDurationMs - o.l1StallPauseMs) / 2);
-    const run = await pausedRun(app, redis, job, pauseAt, o.l1StallPauseMs, 'ALL');
-    const { res, start, end, loads, perS } = run;
-    const before = loads(res.startedAt, start);
+    const run = await pausedRun(app, redis, job, o.l1StallPauseMs, 'ALL');
+    const { res, start, end, loads, rate } = run;
     const during = loads(start, end);
-    const beforeRate = perS(before, res.startedAt, start);
+    const beforeRate = rate(res.startedAt, start);
     return {
       variant: v.name,
       pattern: v.pattern,
@@ -130,10 +128,10 @@ async function l1StallRow(ctx: ScenarioContext, redis: PrivateRedis, v: TierVari
       rate: o.l1StallRate,
       ttl_ms: o.l1StallTtlMs,
       reqs: res.reqs,
-      loads_before: before,
+      loads_before: loads(res.startedAt, start),
       loads_per_s_before: round2(beforeRate),
       loads_during: during,
-      loads_per_s_during: round2(perS(during, start, end)),
+      loads_per_s_during: round2(rate(start, end)),
       /** Loads during the pause beyond the normal rate (normal rate x pause, rounded up). */
       excess_loads: Math.max(0, during - Math.ceil((beforeRate * o.l1StallPauseMs) / 1000 - 1e-9)),
       ...run.latency,
@@ -145,12 +143,11 @@ async function l1StallRow(ctx: ScenarioContext, redis: PrivateRedis, v: TierVari
 
 export function l1Stall(ctx: ScenarioContext) {
   const o = ctx.opts;
-  const pauseAt = Math.max(0, (o.l1StallDurationMs - o.l1StallPauseMs) / 2);
   return runScenario(ctx, {
     privateRedis: true,
     title: (redis) =>
       `l1-stall: ${redis.describe()}; ${o.l1StallKeys} keys loaded first (Redis and L1 warm), then Poisson ${o.l1StallRate} req/s over them (uniform), ` +
-      `TTL ${o.l1StallTtlMs} ms (fresh through the run), backend ${o.backendMs} ms, ${o.l1StallDurationMs} ms with CLIENT PAUSE ${o.l1StallPauseMs} ALL at ${pauseAt} ms; ` +
+      `TTL ${o.l1StallTtlMs} ms (fresh through the run), backend ${o.backendMs} ms, ${o.l1StallDurationMs} ms with CLIENT PAUSE ${o.l1StallPauseMs} ALL at ${pauseAt(o.l1StallDurationMs, o.l1StallPauseMs)} ms; ` +
       `operationTimeout ${o.operationTimeoutMs} ms, cooldown ${o.cooldownMs} ms; one fresh app (1 process) per variant, +l1 = StampedeModule l1: true`,
     rows: (redis) => eachOf(o.l1StallVariants.map(parseVariant), (v) => l1StallRow(ctx, redis, v)),
     columns: L1_STALL_COLUMNS,

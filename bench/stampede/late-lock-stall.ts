@@ -128,18 +128,22 @@ function lateLockTargets(rows: LateLockRow[], o: BenchOptions): Target[] {
 
 // --- stall --------------------------------------------------------------------------------
 
+/** When the pause of a run starts: its middle (ms into the run). */
+export const pauseAt = (durationMs: number, pauseMs: number) =>
+  Math.max(0, (durationMs - pauseMs) / 2);
+
 /**
- * Runs `job` (perRequest) with CLIENT PAUSE `pauseMs` `mode` at `atMs` into the run; its loads
- * and latencies before and during the pause.
+ * Runs `job` (perRequest) with CLIENT PAUSE `pauseMs` `mode` in the middle of it; its loads
+ * (count and per second) and latencies before and during the pause.
  */
 export async function pausedRun(
   app: BenchApp,
   redis: PrivateRedis,
   job: LoadJob,
-  atMs: number,
   pauseMs: number,
   mode: 'ALL' | 'WRITE',
 ) {
+  const atMs = pauseAt(job.durationMs!, pauseMs);
   let start = Infinity;
   const pause = () => {
     start = epochNow();
@@ -149,7 +153,7 @@ export async function pausedRun(
   const end = start + pauseMs;
   const loads = (from: number, to: number) =>
     res.loads.filter(([, at]) => at >= from && at < to).length;
-  const perS = (n: number, from: number, to: number) => n / Math.max(1e-9, (to - from) / 1000);
+  const rate = (from: number, to: number) => loads(from, to) / Math.max(1e-9, (to - from) / 1000);
   const lat = (from: number, to: number) =>
     res.latencies!.filter((_, i) => res.arrivals![i] >= from && res.arrivals![i] < to);
   const during = lat(start, end);
@@ -158,7 +162,7 @@ export async function pausedRun(
     start,
     end,
     loads,
-    perS,
+    rate,
     /** Requests that arrived during the pause, and their latency; latency before it. */
     latency: {
       during_reqs: during.length,
@@ -190,17 +194,9 @@ async function stallRow(ctx: ScenarioContext, app: BenchApp, redis: PrivateRedis
   // together), then the traffic itself.
   await runLoad(app, { ...job, mode: 'sweep', spreadMs: o.stallTtlMs });
   await runLoad(app, job);
-  const pauseAt = Math.max(0, (o.stallDurationMs - o.stallPauseMs) / 2);
-  const run = await pausedRun(
-    app,
-    redis,
-    { ...job, durationMs: o.stallDurationMs },
-    pauseAt,
-    o.stallPauseMs,
-    o.stallMode,
-  );
-  const { res, start, end, loads, perS } = run;
-  const rate = (from: number, to: number) => perS(loads(from, to), from, to);
+  const stalled = { ...job, durationMs: o.stallDurationMs };
+  const run = await pausedRun(app, redis, stalled, o.stallPauseMs, o.stallMode);
+  const { res, start, end, rate } = run;
   const before = rate(res.startedAt, start);
   const during = rate(start, end);
   // The next pattern starts on a store out of its cool-down.
@@ -231,7 +227,7 @@ export function stall(ctx: ScenarioContext) {
     title: (redis) =>
       `stall: ${redis.describe()}; Poisson ${o.stallRate} req/s over ${o.stallKeys} keys (uniform), TTL ${o.stallTtlMs} ms, ` +
       `backend ${o.backendMs} ms, ${o.stallDurationMs} ms measured after a warm-up (keys loaded one by one over a TTL, then ${o.stallWarmupMs} ms of traffic); ` +
-      `CLIENT PAUSE ${o.stallPauseMs} ${o.stallMode} at ${Math.max(0, (o.stallDurationMs - o.stallPauseMs) / 2)} ms; operationTimeout ${o.operationTimeoutMs} ms, cooldown ${o.cooldownMs} ms`,
+      `CLIENT PAUSE ${o.stallPauseMs} ${o.stallMode} at ${pauseAt(o.stallDurationMs, o.stallPauseMs)} ms; operationTimeout ${o.operationTimeoutMs} ms, cooldown ${o.cooldownMs} ms`,
     rows: (redis) =>
       BenchApp.with(ctx.config(o.stallTtlMs, { recordLoads: true }, redis), (app) =>
         eachOf(o.stallPatterns, (p) => stallRow(ctx, app, redis, p)),
