@@ -18,6 +18,7 @@ import { group } from './options';
 function fanoutRow(pattern: PatternName, instance: string, list: LoadResult[], publishes?: number) {
   const c = sumCounters(list.map((r) => r.counters));
   const notes = list.map((r) => r.notifications);
+  const latencies = list.flatMap((r) => r.latencies ?? []);
   return {
     pattern,
     instance,
@@ -31,10 +32,7 @@ function fanoutRow(pattern: PatternName, instance: string, list: LoadResult[], p
       : notes.reduce<number>((a, n) => a + (n ?? 0), 0),
     /** 'all' only: PUBLISH commands on the server (fills and releases that notified). */
     publishes: publishes ?? null,
-    p99: q(
-      list.flatMap((r) => r.latencies ?? []),
-      0.99,
-    ),
+    p99: q(latencies, 0.99),
   };
 }
 export type FanoutRow = ReturnType<typeof fanoutRow>;
@@ -44,14 +42,8 @@ export const FANOUT_COLUMNS = columns<FanoutRow>(
     'notifications_received, notif/lock_wait, publishes, p99_ms=p99:2',
   {
     notifications_received: (r) => r.notifications ?? 'n/a',
-    'notif/lock_wait': (r) =>
-      r.notifications === null
-        ? 'n/a'
-        : r.lock_waits > 0
-          ? (r.notifications / r.lock_waits).toFixed(2)
-          : r.notifications === 0
-            ? '0'
-            : 'inf',
+    'notif/lock_wait': ({ notifications: n, lock_waits: w }) =>
+      n === null ? 'n/a' : w > 0 ? (n / w).toFixed(2) : n === 0 ? '0' : 'inf',
   },
 );
 

@@ -177,28 +177,25 @@ function hotsetTargets(rows: HotsetRow[]): Target[] {
     .filter((x) => x.pattern !== 'singleflight')
     .flatMap((r) => [
       {
-        id: 'hotset',
         text: `${r.pattern}: <= 4 Redis commands per load, lock included`,
         met: r.cmds_per_load <= 4,
         measured: `${r.cmds_per_load.toFixed(2)} (cold-key probe ${r.cmds_per_cold_load.toFixed(2)})${ref((s) => s.cmds_per_load, 2)}`,
       },
       {
-        id: 'hotset',
         text: `${r.pattern}: exactly 1 Redis command per hit`,
         met: Math.abs(r.cmds_per_hit - 1) < 1e-9,
         measured: `${r.cmds_per_hit.toFixed(3)}${ref((s) => s.cmds_per_hit, 3)}`,
       },
       {
-        id: 'hotset',
         text: `${r.pattern}: <= 2.2 Redis commands per request`,
         met: r.cmds_per_req <= 2.2,
         measured: `${r.cmds_per_req.toFixed(3)}${ref((s) => s.cmds_per_req, 3)}`,
       },
       {
-        id: 'hotset',
         text: `${r.pattern}: <= 1 load per key per TTL (top ${r.hot_keys} keys, tolerance 5%), no double refresh`,
         met: r.loads_per_hot_key_per_ttl <= 1.05 && r.double_refreshes === 0,
         measured: `${r.loads_per_hot_key_per_ttl.toFixed(3)}, max ${r.max_loads_key_per_ttl.toFixed(2)}, double ${r.double_refreshes}${ref((s) => s.loads_per_hot_key_per_ttl, 3)}`,
       },
-    ]);
+    ])
+    .map((t) => ({ id: 'hotset', ...t }));
 }
