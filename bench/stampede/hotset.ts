@@ -154,17 +154,7 @@ export function hotset(ctx: ScenarioContext) {
       );
     },
     columns: HOTSET_COLUMNS,
-    after: (rows) =>
-      commandBreakdown(
-        'hotset',
-        rows.map((r) => ({
-          name: r.pattern,
-          commands: r.commands,
-          cmds: r.cmds,
-          perRequest: r.cmds_per_req,
-          perLoad: r.cmds_per_load,
-        })),
-      ),
+    after: (rows) => commandBreakdown('hotset', rows, (r) => r.pattern, true),
     targets: hotsetTargets,
   });
 }

@@ -128,16 +128,7 @@ export function l1Hotset(ctx: ScenarioContext) {
       return variants.map((v) => rows.get(v.name)!);
     },
     columns: L1_HOTSET_COLUMNS,
-    after: (rows) =>
-      commandBreakdown(
-        'l1-hotset',
-        rows.map((r) => ({
-          name: r.variant,
-          commands: r.commands,
-          cmds: r.cmds,
-          perRequest: r.cmds_per_req,
-        })),
-      ),
+    after: (rows) => commandBreakdown('l1-hotset', rows, (r) => r.variant),
     targets: (rows) => l1HotsetTargets(rows, o),
   });
 }

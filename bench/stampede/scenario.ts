@@ -112,37 +112,41 @@ export function totalCommands(counts: CommandCounts): number {
   return Object.values(counts).reduce((a, b) => a + b, 0);
 }
 
-/** One column of a breakdown: a run's commands by name, and its totals. */
-export interface CommandBreakdown {
-  name: string;
+/** A run of a breakdown: its commands by name, and its totals. */
+type Breakdown = {
   commands: CommandCounts;
   cmds: number;
-  perRequest: number;
-  perLoad?: number;
-}
+  cmds_per_req: number;
+  cmds_per_load: number;
+};
 
 /**
- * The lines of `scenario`'s breakdown by command of several runs side by side: the commands
- * (most called first), then the total, per request and (when given) per load.
+ * The lines of `scenario`'s breakdown by command of several runs side by side, each headed by
+ * its `name`: the commands (most called first), then the total, per request and, with
+ * `perLoad`, per load.
  */
-export function commandBreakdown(scenario: string, columns: CommandBreakdown[]): string[] {
-  const most = (command: string) => Math.max(...columns.map((c) => c.commands[command] ?? 0));
-  const names = [...new Set(columns.flatMap((c) => Object.keys(c.commands)))].sort(
+export function commandBreakdown<R extends Breakdown>(
+  scenario: string,
+  runs: R[],
+  name: (run: R) => string,
+  perLoad = false,
+): string[] {
+  const most = (command: string) => Math.max(...runs.map((c) => c.commands[command] ?? 0));
+  const names = [...new Set(runs.flatMap((c) => Object.keys(c.commands)))].sort(
     (a, b) => most(b) - most(a),
   );
-  type Row = { command: string; calls: Record<string, number | string> };
-  const row = (command: string, value: (c: CommandBreakdown) => number | string): Row => ({
+  type Row = { command: string; calls: (number | string)[] };
+  const row = (command: string, value: (run: R) => number | string): Row => ({
     command,
-    calls: Object.fromEntries(columns.map((c) => [c.name, value(c)])),
+    calls: runs.map(value),
   });
   const rows = names.map((command) => row(command, (c) => c.commands[command] ?? 0));
   rows.push(row('total', (c) => c.cmds));
-  rows.push(row('per request', (c) => c.perRequest.toFixed(3)));
-  if (columns.some((c) => c.perLoad !== undefined))
-    rows.push(row('per load', (c) => c.perLoad?.toFixed(2) ?? '-'));
+  rows.push(row('per request', (c) => c.cmds_per_req.toFixed(3)));
+  if (perLoad) rows.push(row('per load', (c) => c.cmds_per_load.toFixed(2)));
   const table: Column<Row>[] = [
     { header: 'command', value: (r) => r.command },
-    ...columns.map((c) => ({ header: c.name, value: (r: Row) => r.calls[c.name] })),
+    ...runs.map((run, i) => ({ header: name(run), value: (r: Row) => r.calls[i] })),
   ];
   return [
     `\n${scenario}: commandstats of the measured run by command (calls; commands inside scripts counted under their own name)`,
