@@ -39,13 +39,10 @@ function cliff(ctx: ScenarioContext, k: number, concurrencies: number[]) {
       `cliff: ${k} instance${k > 1 ? 's (forked processes)' : ' (this process)'}, TTL ${o.ttlMs} ms, backend ${o.backendMs} ms, ` +
       `${o.rounds} rounds + ${o.warmup} warm-up, lock ttl ${o.lockTtlMs} ms, poll ${o.pollMs} ms, beta ${o.beta}`,
     rows: () =>
-      withInstances(ctx.config(o.ttlMs), k, async (instances) =>
-        (
-          await eachOf(concurrencies, (conc) =>
-            eachOf(o.cliffPatterns, (pattern) => cliffRow(ctx, instances, pattern, conc)),
-          )
-        ).flat(),
-      ),
+      withInstances(ctx.config(o.ttlMs), k, (instances) => {
+        const runs = concurrencies.flatMap((c) => o.cliffPatterns.map((p) => [p, c] as const));
+        return eachOf(runs, ([pattern, conc]) => cliffRow(ctx, instances, pattern, conc));
+      }),
     columns: CLIFF_COLUMNS,
   });
 }

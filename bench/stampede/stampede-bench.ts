@@ -128,13 +128,9 @@ export async function runStampedeBench(
       const [section, [, run]] = entries.find(([, [scenario]]) => scenario === name)!;
       Object.assign(report, { [section]: await run(ctx) });
     }
-    if (report.targets.length)
-      log(
-        [
-          '\n## targets (what the library must reach; resilience and tiers scenarios)',
-          ...report.targets.map(formatTargetLine),
-        ].join('\n'),
-      );
+    const lines = report.targets.map(formatTargetLine);
+    const heading = '\n## targets (what the library must reach; resilience and tiers scenarios)';
+    if (lines.length) log([heading, ...lines].join('\n'));
   } finally {
     await burn.stop();
     try {
