@@ -19,11 +19,8 @@ export interface RoundRequest {
   startAt: number;
 }
 
-export interface RoundResult {
-  /** ms per call, from its start to its value. */
-  latencies: number[];
-  counters: PatternCounters;
-}
+/** ms per call, from its start to its value, and the pattern's counters of the round. */
+export type RoundResult = { latencies: number[]; counters: PatternCounters };
 
 /** Waits until `startAt`, then starts `n` calls of the same key at once and waits for all. */
 export async function runCliffRound(app: BenchApp, req: RoundRequest): Promise<RoundResult> {
@@ -31,13 +28,11 @@ export async function runCliffRound(app: BenchApp, req: RoundRequest): Promise<R
   const delay = req.startAt - Date.now();
   if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
   const call = app.caller(req.pattern);
-  const latencies = new Array<number>(req.n);
-  const calls: Promise<void>[] = [];
-  for (let i = 0; i < req.n; i++) {
+  const calls = Array.from({ length: req.n }, () => {
     const t0 = performance.now();
-    calls.push(call(req.key).then(() => void (latencies[i] = performance.now() - t0)));
-  }
-  await Promise.all(calls);
+    return call(req.key).then(() => performance.now() - t0);
+  });
+  const latencies = await Promise.all(calls);
   return { latencies, counters: diffCounters(app.counters(req.pattern), before) };
 }
 

@@ -114,15 +114,12 @@ export function l1Hotset(ctx: ScenarioContext) {
       // The variants without L1 share instances, and those with it: rows in the variants' order.
       const rows = new Map<string, L1HotsetRow>();
       for (const l1 of [false, true]) {
-        const group = variants.filter((v) => v.l1 === l1);
-        if (!group.length) continue;
-        const extra = {
-          backendMs: o.l1HotsetBackendMs,
-          recordLoads: true,
-          moduleOptions: l1 ? { l1: true } : undefined,
-        };
+        const same = variants.filter((v) => v.l1 === l1);
+        if (!same.length) continue;
+        const moduleOptions = l1 ? { l1: true } : undefined;
+        const extra = { backendMs: o.l1HotsetBackendMs, recordLoads: true, moduleOptions };
         await withInstances(ctx.config(o.l1HotsetTtlMs, extra, redis), k, (instances) =>
-          eachOf(group, async (v) => rows.set(v.name, await l1HotsetRow(ctx, instances, redis, v))),
+          eachOf(same, async (v) => rows.set(v.name, await l1HotsetRow(ctx, instances, redis, v))),
         );
       }
       return variants.map((v) => rows.get(v.name)!);
