@@ -120,16 +120,15 @@ export const WARNINGS_COLUMNS = columns<WarningsRow>(
 
 async function warningsRow(ctx: ScenarioContext, capture: CaptureLogger, pattern: PatternName) {
   const o = ctx.opts;
-  const cfg = ctx.config(o.warnTtlMs, { failRate: o.warnFailRate });
+  const g = group(o, 'warn');
+  const cfg = ctx.config(g.ttlMs, { failRate: g.failRate });
   const { res, from, f0, failures } = await BenchApp.with(
     cfg,
     async (app) => {
       const from = capture.lines.length;
       const f0 = app.backend.failures;
-      const res = await runLoad(
-        app,
-        poissonJob(pattern, `warn:${pattern}:`, o.warnKeys, o.warnRate, o.warnDurationMs),
-      );
+      const job = poissonJob(pattern, `warn:${pattern}:`, g.keys, g.rate, g.durationMs);
+      const res = await runLoad(app, job);
       await sleep(o.backendMs + 100); // recomputations started at the end finish and log
       return { res, from, f0, failures: app.backend.failures - f0 };
     },
