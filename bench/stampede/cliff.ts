@@ -6,7 +6,7 @@ import { performance } from 'node:perf_hooks';
 import { columns } from '../shared/columns';
 import type { Target } from '../shared/targets';
 import type { BenchOptions } from './options';
-import { counters, lockKey, PatternName, valueKey } from './patterns';
+import { counters, lockKey, PatternName, sumCounters, valueKey } from './patterns';
 import { commandsSoFar, eachOf, q, round2, runScenario, ScenarioContext, sleep } from './scenario';
 import { Instance, withInstances } from './instances';
 
@@ -68,7 +68,7 @@ async function cliffRow(
   const share = (i: number) => Math.floor(conc / k) + (i < conc % k ? 1 : 0);
   const latencies: number[] = [];
   const perRound: number[] = [];
-  const total = counters();
+  let total = counters();
   let cmds = 0;
   let wallMs = 0;
   for (let r = 0; r < o.warmup + o.rounds; r++) {
@@ -84,15 +84,10 @@ async function cliffRow(
     if (r < o.warmup) continue;
     wallMs += performance.now() - roundStart;
     cmds += after - before;
-    let loads = 0;
-    for (const res of results) {
-      latencies.push(...res.latencies);
-      loads += res.counters.loads;
-      total.lockWaitMs += res.counters.lockWaitMs;
-      total.storeErrors += res.counters.storeErrors;
-    }
-    perRound.push(loads);
-    total.loads += loads;
+    const round = sumCounters(results.map((res) => res.counters));
+    latencies.push(...results.flatMap((res) => res.latencies));
+    perRound.push(round.loads);
+    total = sumCounters([total, round]);
   }
   const reqs = latencies.length;
   return {
@@ -116,13 +111,7 @@ async function cliffRow(
   };
 }
 
-const PROTECTED: PatternName[] = [
-  'singleflight',
-  'xfetch',
-  'distlock-poll',
-  'distlock',
-  'two-tier',
-];
+const PROTECTED = ['singleflight', 'xfetch', 'distlock-poll', 'distlock', 'two-tier'];
 
 /** Targets 1 and 2 of "What the library must reach": loader calls and Redis commands per request. */
 function cliffTargets(rows: CliffRow[], o: BenchOptions): Target[] {
