@@ -67,6 +67,11 @@ async function lateLockRow(
   const vKey = valueKey(ctx.prefix, key);
   const lKey = lockKey(ctx.prefix, key);
   const call = app.caller(pattern);
+  const timed = async () => {
+    const t = performance.now();
+    await call(key);
+    return performance.now() - t;
+  };
   if (path === 'try-lock') {
     // A value whose recorded load time is huge: the first XFetch draw fires (probability
     // 1 - 1e-5), so the call during the pause starts an early recomputation and its try-lock.
@@ -76,9 +81,7 @@ async function lateLockRow(
   const c0 = app.counters(pattern);
   const pausedAt = performance.now();
   await redis.pause(o.latePauseMs, 'WRITE');
-  let t = performance.now();
-  await call(key);
-  const call1 = performance.now() - t;
+  const call1 = await timed();
   const c1 = app.counters(pattern);
   await sleep(Math.max(0, pausedAt + o.latePauseMs + o.cooldownMs + 50 - performance.now()));
   // A miss locks the value key itself (a lock mark), a refresh a key of its own.
@@ -86,14 +89,11 @@ async function lateLockRow(
     path === 'read-or-lock'
       ? (await redis.control.get(vKey))?.startsWith(MISS_LOCK_MARK) === true
       : (await redis.control.exists(lKey)) === 1;
-  const lockLeft = held ? 1 : 0;
   const pttl = held ? await redis.control.pttl(path === 'read-or-lock' ? vKey : lKey) : null;
   // try-lock: the value is still cached; drop it, as its expiry would, so the next call misses
   // and competes for the lock (and would wait on a lock left behind).
   if (path === 'try-lock') await redis.control.del(vKey);
-  t = performance.now();
-  await call(key);
-  const call2 = performance.now() - t;
+  const call2 = await timed();
   const c2 = app.counters(pattern);
   return {
     pattern,
@@ -103,7 +103,7 @@ async function lateLockRow(
     call1_ms: round2(call1),
     call1_store_errors: c1.storeErrors - c0.storeErrors,
     /** After the pause and the cool-down: the lock key still there (EXISTS), its PTTL. */
-    lock_left: lockLeft,
+    lock_left: held ? 1 : 0,
     lock_pttl_ms: pttl,
     /** The next call on the key (a miss: its value was never stored, or deleted for try-lock). */
     call2_ms: round2(call2),
@@ -213,7 +213,6 @@ async function stallRow(ctx: ScenarioContext, app: BenchApp, redis: PrivateRedis
     loads_per_s_after: round2(
       rate(end, Math.min(res.startedAt + res.wallMs, res.startedAt + o.stallDurationMs)),
     ),
-    /** during / before. */
     ratio: before > 0 ? during / before : Infinity,
     ...run.latency,
     store_errors: res.counters.storeErrors,
