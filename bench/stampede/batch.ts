@@ -15,8 +15,7 @@ import { RoundTripProxy } from '../../support/round-trip-proxy';
 import { columns } from '../shared/columns';
 import type { PrivateRedis } from '../shared/private-redis';
 import type { Target } from '../shared/targets';
-import { commandDelta, totalCommands } from './command-counts';
-import { runScenario, ScenarioContext } from './scenario';
+import { commandDelta, eachOf, runScenario, ScenarioContext, totalCommands } from './scenario';
 
 const KEYS = 100;
 const CACHED = 50;
@@ -117,18 +116,14 @@ export function batchLoads(ctx: ScenarioContext) {
         }
         const services = apps.map((app) => app.get(StampedeService));
         let n = 0;
-        const rows: BatchRow[] = [];
-        for (const instances of [1, 2]) {
-          for (const flow of FLOWS) {
-            const samples: Sample[] = [];
-            for (let r = 0; r < rounds; r++)
-              samples.push(
-                await round(redis, proxy, services.slice(0, instances), flow, `b${++n}`),
-              );
-            rows.push(batchRow(flow, instances, samples));
-          }
-        }
-        return rows;
+        const runs = [1, 2].flatMap((k) => FLOWS.map((flow) => [flow, k] as const));
+        return await eachOf(runs, async ([flow, k]) => {
+          const tags = Array.from({ length: rounds }, () => `b${++n}`);
+          const samples = await eachOf(tags, (tag) =>
+            round(redis, proxy, services.slice(0, k), flow, tag),
+          );
+          return batchRow(flow, k, samples);
+        });
       } finally {
         await Promise.all(apps.map((app) => app.close()));
         await proxy.close();
@@ -136,11 +131,12 @@ export function batchLoads(ctx: ScenarioContext) {
     },
     columns: BATCH_COLUMNS,
     targets: batchTargets,
+    targetsAt: 'table',
   });
 }
 
 /** Two instances on the same 100 keys, 50 cached: each missing key once, at most 2 loader calls. */
-export function batchTargets(rows: BatchRow[]): Target[] {
+function batchTargets(rows: BatchRow[]): Target[] {
   const two = rows.find((r) => r.flow === 'getOrLoadMany' && r.instances === 2);
   if (!two) return [];
   return [

@@ -6,7 +6,7 @@ import { performance } from 'node:perf_hooks';
 import { columns } from '../shared/columns';
 import type { Target } from '../shared/targets';
 import type { BenchOptions } from './options';
-import { counters, lockKey, PatternName, valueKey } from './patterns';
+import { counters, lockKey, PatternName, sumCounters, valueKey } from './patterns';
 import { commandsSoFar, eachOf, q, round2, runScenario, ScenarioContext, sleep } from './scenario';
 import { Instance, withInstances } from './instances';
 
@@ -27,24 +27,22 @@ export async function cliffScenario(ctx: ScenarioContext) {
   const rows = await cliff(ctx, o.scenario === 'cliff' ? o.instances : 1, o.concurrency);
   if (o.scenario !== 'cliff' && o.multiInstances > 1)
     rows.push(...(await cliff(ctx, o.multiInstances, o.multiConcurrency)));
+  ctx.targets.push(...cliffTargets(rows, o));
   return rows;
 }
 
 /** The cliff at every concurrency on `k` instances. */
-export function cliff(ctx: ScenarioContext, k: number, concurrencies: number[]) {
+function cliff(ctx: ScenarioContext, k: number, concurrencies: number[]) {
   const o = ctx.opts;
   return runScenario(ctx, {
     title: () =>
       `cliff: ${k} instance${k > 1 ? 's (forked processes)' : ' (this process)'}, TTL ${o.ttlMs} ms, backend ${o.backendMs} ms, ` +
       `${o.rounds} rounds + ${o.warmup} warm-up, lock ttl ${o.lockTtlMs} ms, poll ${o.pollMs} ms, beta ${o.beta}`,
     rows: () =>
-      withInstances(ctx.config(o.ttlMs), k, async (instances) =>
-        (
-          await eachOf(concurrencies, (conc) =>
-            eachOf(o.cliffPatterns, (pattern) => cliffRow(ctx, instances, pattern, conc)),
-          )
-        ).flat(),
-      ),
+      withInstances(ctx.config(o.ttlMs), k, (instances) => {
+        const runs = concurrencies.flatMap((c) => o.cliffPatterns.map((p) => [p, c] as const));
+        return eachOf(runs, ([pattern, conc]) => cliffRow(ctx, instances, pattern, conc));
+      }),
     columns: CLIFF_COLUMNS,
   });
 }
@@ -70,7 +68,7 @@ async function cliffRow(
   const share = (i: number) => Math.floor(conc / k) + (i < conc % k ? 1 : 0);
   const latencies: number[] = [];
   const perRound: number[] = [];
-  const total = counters();
+  let total = counters();
   let cmds = 0;
   let wallMs = 0;
   for (let r = 0; r < o.warmup + o.rounds; r++) {
@@ -86,15 +84,10 @@ async function cliffRow(
     if (r < o.warmup) continue;
     wallMs += performance.now() - roundStart;
     cmds += after - before;
-    let loads = 0;
-    for (const res of results) {
-      latencies.push(...res.latencies);
-      loads += res.counters.loads;
-      total.lockWaitMs += res.counters.lockWaitMs;
-      total.storeErrors += res.counters.storeErrors;
-    }
-    perRound.push(loads);
-    total.loads += loads;
+    const round = sumCounters(results.map((res) => res.counters));
+    latencies.push(...results.flatMap((res) => res.latencies));
+    perRound.push(round.loads);
+    total = sumCounters([total, round]);
   }
   const reqs = latencies.length;
   return {
@@ -118,16 +111,10 @@ async function cliffRow(
   };
 }
 
-const PROTECTED: PatternName[] = [
-  'singleflight',
-  'xfetch',
-  'distlock-poll',
-  'distlock',
-  'two-tier',
-];
+const PROTECTED = ['singleflight', 'xfetch', 'distlock-poll', 'distlock', 'two-tier'];
 
 /** Targets 1 and 2 of "What the library must reach": loader calls and Redis commands per request. */
-export function cliffTargets(rows: CliffRow[], o: BenchOptions): Target[] {
+function cliffTargets(rows: CliffRow[], o: BenchOptions): Target[] {
   const rounds = o.rounds;
   const targets: Target[] = [];
   const cliff = (pattern: PatternName, k: number, conc: number) =>

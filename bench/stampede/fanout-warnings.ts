@@ -2,7 +2,7 @@
  * The fanout (several instances sharing keys) and warnings (a failing loader) scenarios of
  * bench:stampede; fanout runs on a private redis-server.
  */
-import { ConsoleLogger, Logger, LogLevel } from '@nestjs/common';
+import { ConsoleLogger, Logger, LoggerService, LogLevel } from '@nestjs/common';
 import { columns } from '../shared/columns';
 import type { Target } from '../shared/targets';
 import { BenchApp } from './bench-app';
@@ -10,6 +10,7 @@ import { LOCK_PATTERNS, PatternName, sumCounters } from './patterns';
 import { eachOf, q, round2, runScenario, ScenarioContext, sleep } from './scenario';
 import { withInstances } from './instances';
 import { LoadResult, runLoad, warmAndMeasure, poissonJob } from './load';
+import { group } from './options';
 
 // --- fanout -------------------------------------------------------------------------------
 
@@ -17,6 +18,7 @@ import { LoadResult, runLoad, warmAndMeasure, poissonJob } from './load';
 function fanoutRow(pattern: PatternName, instance: string, list: LoadResult[], publishes?: number) {
   const c = sumCounters(list.map((r) => r.counters));
   const notes = list.map((r) => r.notifications);
+  const latencies = list.flatMap((r) => r.latencies ?? []);
   return {
     pattern,
     instance,
@@ -30,10 +32,7 @@ function fanoutRow(pattern: PatternName, instance: string, list: LoadResult[], p
       : notes.reduce<number>((a, n) => a + (n ?? 0), 0),
     /** 'all' only: PUBLISH commands on the server (fills and releases that notified). */
     publishes: publishes ?? null,
-    p99: q(
-      list.flatMap((r) => r.latencies ?? []),
-      0.99,
-    ),
+    p99: q(latencies, 0.99),
   };
 }
 export type FanoutRow = ReturnType<typeof fanoutRow>;
@@ -43,19 +42,14 @@ export const FANOUT_COLUMNS = columns<FanoutRow>(
     'notifications_received, notif/lock_wait, publishes, p99_ms=p99:2',
   {
     notifications_received: (r) => r.notifications ?? 'n/a',
-    'notif/lock_wait': (r) =>
-      r.notifications === null
-        ? 'n/a'
-        : r.lock_waits > 0
-          ? (r.notifications / r.lock_waits).toFixed(2)
-          : r.notifications === 0
-            ? '0'
-            : 'inf',
+    'notif/lock_wait': ({ notifications: n, lock_waits: w }) =>
+      n === null ? 'n/a' : w > 0 ? (n / w).toFixed(2) : n === 0 ? '0' : 'inf',
   },
 );
 
 export function fanout(ctx: ScenarioContext) {
   const o = ctx.opts;
+  const g = group(o, 'fanout');
   const k = Math.max(2, o.fanoutInstances);
   return runScenario(ctx, {
     privateRedis: true,
@@ -66,21 +60,13 @@ export function fanout(ctx: ScenarioContext) {
     rows: (redis) => {
       const cfg = ctx.config(o.fanoutTtlMs, { backendMs: o.fanoutBackendMs }, redis);
       return withInstances(cfg, k, async (instances) => {
-        const perPattern = await eachOf(o.fanoutPatterns, async (pattern) => {
-          const job = poissonJob(
-            pattern,
-            `fan:${pattern}:`,
-            o.fanoutKeys,
-            o.fanoutRate / k,
-            o.fanoutWarmupMs,
-            o.fanoutZipf,
-          );
-          const run = await warmAndMeasure(instances, redis, job, o.fanoutDurationMs, {
-            perRequest: true,
-          });
+        const perPattern = await eachOf(o.fanoutPatterns, async (p) => {
+          const job = poissonJob(p, `fan:${p}:`, g.keys, g.rate / k, g.warmupMs, g.zipf);
+          const measured = { perRequest: true };
+          const run = await warmAndMeasure(instances, redis, job, g.durationMs, measured);
           return [
-            ...run.results.map((r, i) => fanoutRow(pattern, String(i + 1), [r])),
-            fanoutRow(pattern, 'all', run.results, run.commands.publish ?? 0),
+            ...run.results.map((r, i) => fanoutRow(p, String(i + 1), [r])),
+            fanoutRow(p, 'all', run.results, run.commands.publish ?? 0),
           ];
         });
         return perPattern.flat();
@@ -91,7 +77,7 @@ export function fanout(ctx: ScenarioContext) {
   });
 }
 
-export function fanoutTargets(rows: FanoutRow[]): Target[] {
+function fanoutTargets(rows: FanoutRow[]): Target[] {
   return [...new Set(rows.map((r) => r.pattern))]
     .filter((pattern) => LOCK_PATTERNS.includes(pattern))
     .map((pattern) => {
@@ -99,44 +85,29 @@ export function fanoutTargets(rows: FanoutRow[]): Target[] {
       const all = rows.find((r) => r.pattern === pattern && r.instance === 'all')!;
       const text = `${pattern}: fill notifications received per instance <= its own lockWaits (+5% +5), not the cluster's fills`;
       const cluster = `cluster fills ${all.loads}, publishes ${all.publishes}`;
-      if (per.some((r) => r.notifications === null))
-        return {
-          id: 'fanout',
-          text,
-          met: null,
-          measured: `n/a (this library has no RedisStore.notificationsReceived); ${cluster}`,
-        };
+      const na = per.some((r) => r.notifications === null);
       return {
         id: 'fanout',
         text,
-        met: per.every((r) => r.notifications! <= r.lock_waits * 1.05 + 5),
-        measured: `${per.map((r) => `#${r.instance} ${r.notifications} vs ${r.lock_waits}`).join(', ')}; ${cluster}`,
+        met: na ? null : per.every((r) => r.notifications! <= r.lock_waits * 1.05 + 5),
+        measured: na
+          ? `n/a (this library has no RedisStore.notificationsReceived); ${cluster}`
+          : `${per.map((r) => `#${r.instance} ${r.notifications} vs ${r.lock_waits}`).join(', ')}; ${cluster}`,
       };
     });
 }
 
 // --- warnings -----------------------------------------------------------------------------
 
-/** Nest logger of the warnings scenario: keeps the library's lines instead of printing them. */
-class CaptureLogger extends ConsoleLogger {
+/** Nest logger of the warnings scenario: keeps the library's warnings and errors. */
+class CaptureLogger implements LoggerService {
   readonly lines: { level: LogLevel; message: string }[] = [];
-  capturing = true;
-
-  private keep(level: LogLevel, message: unknown): boolean {
-    if (this.capturing) this.lines.push({ level, message: String(message) });
-    return this.capturing;
+  log(): void {}
+  warn(message: unknown): void {
+    this.lines.push({ level: 'warn', message: String(message) });
   }
-
-  override warn(message: unknown, ...rest: unknown[]): void {
-    if (!this.keep('warn', message)) super.warn(message, ...rest);
-  }
-
-  override error(message: unknown, ...rest: unknown[]): void {
-    if (!this.keep('error', message)) super.error(message, ...rest);
-  }
-
-  override log(message: unknown, ...rest: unknown[]): void {
-    if (!this.capturing) super.log(message, ...rest);
+  error(message: unknown): void {
+    this.lines.push({ level: 'error', message: String(message) });
   }
 }
 
@@ -149,16 +120,15 @@ export const WARNINGS_COLUMNS = columns<WarningsRow>(
 
 async function warningsRow(ctx: ScenarioContext, capture: CaptureLogger, pattern: PatternName) {
   const o = ctx.opts;
-  const cfg = ctx.config(o.warnTtlMs, { failRate: o.warnFailRate });
+  const g = group(o, 'warn');
+  const cfg = ctx.config(g.ttlMs, { failRate: g.failRate });
   const { res, from, f0, failures } = await BenchApp.with(
     cfg,
     async (app) => {
       const from = capture.lines.length;
       const f0 = app.backend.failures;
-      const res = await runLoad(
-        app,
-        poissonJob(pattern, `warn:${pattern}:`, o.warnKeys, o.warnRate, o.warnDurationMs),
-      );
+      const job = poissonJob(pattern, `warn:${pattern}:`, g.keys, g.rate, g.durationMs);
+      const res = await runLoad(app, job);
       await sleep(o.backendMs + 100); // recomputations started at the end finish and log
       return { res, from, f0, failures: app.backend.failures - f0 };
     },
@@ -205,7 +175,6 @@ export function warnings(ctx: ScenarioContext) {
       try {
         return await eachOf(o.warnPatterns, (p) => warningsRow(ctx, capture, p));
       } finally {
-        capture.capturing = false;
         // Later apps of this process log to the console again, errors and warnings only.
         Logger.overrideLogger(new ConsoleLogger({ logLevels: ['error', 'warn'] }));
       }
@@ -217,7 +186,7 @@ export function warnings(ctx: ScenarioContext) {
   });
 }
 
-export function warningsTargets(rows: WarningsRow[]): Target[] {
+function warningsTargets(rows: WarningsRow[]): Target[] {
   const sf = rows.find((r) => r.pattern === 'singleflight');
   return rows
     .filter((r) => r.pattern !== 'singleflight')

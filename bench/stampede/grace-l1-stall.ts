@@ -10,8 +10,8 @@ import { BenchApp } from './bench-app';
 import { PatternName } from './patterns';
 import { eachOf, q, round2, runScenario, ScenarioContext, sleep } from './scenario';
 import { runLoad, poissonJob } from './load';
-import { parseVariant, TierVariant } from './options';
-import { pausedRun } from './late-lock-stall';
+import { group, parseVariant, TierVariant } from './options';
+import { pausedRun, pauseAt } from './late-lock-stall';
 
 // --- grace-failing ------------------------------------------------------------------------
 
@@ -26,15 +26,10 @@ export const GRACE_COLUMNS = columns<GraceRow>(
 
 async function graceRow(ctx: ScenarioContext, redis: PrivateRedis, pattern: PatternName) {
   const o = ctx.opts;
-  const extra = { failRate: o.graceFailRate, graceMs: o.graceMs, graceBackoffMs: o.graceBackoffMs };
+  const g = group(o, 'grace');
+  const extra = { failRate: g.failRate, graceMs: g.ms, graceBackoffMs: g.backoffMs };
   return BenchApp.with(ctx.config(o.graceTtlMs, extra, redis), async (app) => {
-    const job = poissonJob(
-      pattern,
-      `grace:${pattern}:`,
-      o.graceKeys,
-      o.graceRate,
-      o.graceDurationMs,
-    );
+    const job = poissonJob(pattern, `grace:${pattern}:`, g.keys, g.rate, g.durationMs);
     // Warm-up, not counted: every key loaded, one after the other over a TTL (expiries
     // spread), then each once more (a key whose first load failed is loaded now).
     await runLoad(app, { ...job, mode: 'sweep', spreadMs: o.graceTtlMs });
@@ -84,7 +79,7 @@ export function graceFailing(ctx: ScenarioContext) {
   });
 }
 
-export function graceTargets(rows: GraceRow[]): Target[] {
+function graceTargets(rows: GraceRow[]): Target[] {
   const without = rows.filter((r) => r.grace_ms === 0);
   const ref = without.length
     ? ` (${without.map((r) => `${r.pattern} without grace: ${r.caller_errors} for ${r.failures} = ${r.errors_per_failure.toFixed(2)} per failure`).join('; ')})`
@@ -115,22 +110,15 @@ export const L1_STALL_COLUMNS = columns<L1StallRow>(
 
 async function l1StallRow(ctx: ScenarioContext, redis: PrivateRedis, v: TierVariant) {
   const o = ctx.opts;
+  const g = group(o, 'l1Stall');
   const extra = { recordLoads: true, moduleOptions: v.l1 ? { l1: true } : undefined };
   return BenchApp.with(ctx.config(o.l1StallTtlMs, extra, redis), async (app) => {
-    const job = poissonJob(
-      v.pattern,
-      `l1st:${v.name}:`,
-      o.l1StallKeys,
-      o.l1StallRate,
-      o.l1StallDurationMs,
-    );
+    const job = poissonJob(v.pattern, `l1st:${v.name}:`, g.keys, g.rate, g.durationMs);
     await runLoad(app, { ...job, mode: 'sweep', concurrency: 20 }); // every key loaded
-    const pauseAt = Math.max(0, (o.l1StallDurationMs - o.l1StallPauseMs) / 2);
-    const run = await pausedRun(app, redis, job, pauseAt, o.l1StallPauseMs, 'ALL');
-    const { res, start, end, loads, perS } = run;
-    const before = loads(res.startedAt, start);
+    const run = await pausedRun(app, redis, job, o.l1StallPauseMs, 'ALL');
+    const { res, start, end, loads, rate } = run;
     const during = loads(start, end);
-    const beforeRate = perS(before, res.startedAt, start);
+    const beforeRate = rate(res.startedAt, start);
     return {
       variant: v.name,
       pattern: v.pattern,
@@ -140,10 +128,10 @@ async function l1StallRow(ctx: ScenarioContext, redis: PrivateRedis, v: TierVari
       rate: o.l1StallRate,
       ttl_ms: o.l1StallTtlMs,
       reqs: res.reqs,
-      loads_before: before,
+      loads_before: loads(res.startedAt, start),
       loads_per_s_before: round2(beforeRate),
       loads_during: during,
-      loads_per_s_during: round2(perS(during, start, end)),
+      loads_per_s_during: round2(rate(start, end)),
       /** Loads during the pause beyond the normal rate (normal rate x pause, rounded up). */
       excess_loads: Math.max(0, during - Math.ceil((beforeRate * o.l1StallPauseMs) / 1000 - 1e-9)),
       ...run.latency,
@@ -155,12 +143,11 @@ async function l1StallRow(ctx: ScenarioContext, redis: PrivateRedis, v: TierVari
 
 export function l1Stall(ctx: ScenarioContext) {
   const o = ctx.opts;
-  const pauseAt = Math.max(0, (o.l1StallDurationMs - o.l1StallPauseMs) / 2);
   return runScenario(ctx, {
     privateRedis: true,
     title: (redis) =>
       `l1-stall: ${redis.describe()}; ${o.l1StallKeys} keys loaded first (Redis and L1 warm), then Poisson ${o.l1StallRate} req/s over them (uniform), ` +
-      `TTL ${o.l1StallTtlMs} ms (fresh through the run), backend ${o.backendMs} ms, ${o.l1StallDurationMs} ms with CLIENT PAUSE ${o.l1StallPauseMs} ALL at ${pauseAt} ms; ` +
+      `TTL ${o.l1StallTtlMs} ms (fresh through the run), backend ${o.backendMs} ms, ${o.l1StallDurationMs} ms with CLIENT PAUSE ${o.l1StallPauseMs} ALL at ${pauseAt(o.l1StallDurationMs, o.l1StallPauseMs)} ms; ` +
       `operationTimeout ${o.operationTimeoutMs} ms, cooldown ${o.cooldownMs} ms; one fresh app (1 process) per variant, +l1 = StampedeModule l1: true`,
     rows: (redis) => eachOf(o.l1StallVariants.map(parseVariant), (v) => l1StallRow(ctx, redis, v)),
     columns: L1_STALL_COLUMNS,
@@ -168,7 +155,7 @@ export function l1Stall(ctx: ScenarioContext) {
   });
 }
 
-export function l1StallTargets(rows: L1StallRow[]): Target[] {
+function l1StallTargets(rows: L1StallRow[]): Target[] {
   const without = rows.filter((r) => !r.l1);
   const ref = without.length
     ? ` (${without.map((r) => `${r.variant}: ${r.loads_during} loads, p99 ${r.during_p99} ms`).join('; ')})`

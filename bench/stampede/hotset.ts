@@ -7,53 +7,74 @@ import { columns } from '../shared/columns';
 import type { PrivateRedis } from '../shared/private-redis';
 import type { Target } from '../shared/targets';
 import { PatternCounters, PatternName } from './patterns';
-import { commandBreakdown, commandDelta, totalCommands } from './command-counts';
-import { eachOf, q, runScenario, ScenarioContext } from './scenario';
+import {
+  commandBreakdown,
+  commandDelta,
+  eachOf,
+  q,
+  runScenario,
+  ScenarioContext,
+  totalCommands,
+} from './scenario';
 import { Instance, withInstances } from './instances';
 import { doubleRefreshes, LoadJob, warmAndMeasure, poissonJob } from './load';
+import { group, Group } from './options';
+
+type HotsetGroup = Omit<Group<'hotset'>, 'patterns' | 'instances' | 'backendMs'>;
 
 /**
- * A sweep of `keys` cold keys on instance 0 (every call a miss and a load), after one key that
- * loads the scripts (EVALSHA's first NOSCRIPT + EVAL) uncounted; then, with `warm`, the same
- * keys again (every call a hit). The commands of each sweep.
+ * A hot-set run of `pattern` (hotset, l1-hotset), keys `${tag}:${name}:${rank}`. The probe
+ * first: a sweep of `probeKeys` cold keys on instance 0 (every call a miss and a load), after
+ * one key that loads the scripts (EVALSHA's first NOSCRIPT + EVAL) uncounted, then, with
+ * `warm`, the same keys again (every call a hit); the commands of each sweep. Then the load,
+ * warmed up and measured on every instance; the row fields both scenarios share.
  */
-export async function probe(
-  instance: Instance,
+export async function hotsetRun(
+  g: HotsetGroup,
+  instances: Instance[],
   redis: PrivateRedis,
   pattern: PatternName,
-  /** Keys `${tag}-prime:${name}:` and `${tag}-probe:${name}:`. */
   [tag, name]: [string, string],
-  keys: number,
-  warm = false,
+  warm: boolean,
+  measured: Partial<LoadJob>,
 ) {
-  const job: LoadJob = { pattern, keyPrefix: '', keys, zipf: 0, mode: 'sweep', concurrency: 20 };
-  await instance.load({ ...job, keyPrefix: `${tag}-prime:${name}:`, keys: 1 });
+  const k = instances.length;
+  const job = poissonJob(pattern, `${tag}:${name}:`, g.keys, g.rate / k, g.warmupMs, g.zipf);
+  const probe = (keyPrefix: string, keys = g.probeKeys) =>
+    instances[0].load({ ...job, keyPrefix, keys, mode: 'sweep', concurrency: 20 });
+  await probe(`${tag}-prime:${name}:`, 1);
   const sweep = async () => {
     const before = await redis.commandCounts();
-    const res = await instance.load({ ...job, keyPrefix: `${tag}-probe:${name}:` });
+    const res = await probe(`${tag}-probe:${name}:`);
     return { res, cmds: totalCommands(commandDelta(await redis.commandCounts(), before)) };
   };
   const cold = await sweep();
-  return { cold, warm: warm ? await sweep() : undefined };
-}
-
-/** Loads per key per TTL of the `hot` most popular keys and of the busiest key; double refreshes. */
-export function hotKeyLoads(
-  run: Awaited<ReturnType<typeof warmAndMeasure>>,
-  keyPrefix: string,
-  hot: number,
-  durationMs: number,
-  ttlMs: number,
-) {
-  const ttls = durationMs / ttlMs;
+  const hot = warm ? await sweep() : undefined;
+  const run = await warmAndMeasure(instances, redis, job, g.durationMs, measured);
+  const { cmds, reqs } = run;
+  // Loads per key per TTL of the `hot` most popular keys and of the busiest key.
+  const hotKeys = Math.min(g.hotKeys, g.keys);
+  const ttls = g.durationMs / g.ttlMs;
   let hotLoads = 0;
-  for (let r = 0; r < hot; r++) hotLoads += run.perKey.get(`${keyPrefix}${r}`) ?? 0;
-  return {
-    hot_keys: hot,
-    loads_per_hot_key_per_ttl: hotLoads / hot / ttls,
+  for (let r = 0; r < hotKeys; r++) hotLoads += run.perKey.get(`${job.keyPrefix}${r}`) ?? 0;
+  const row = {
+    instances: k,
+    keys: g.keys,
+    zipf: g.zipf,
+    rate: g.rate,
+    ttl_ms: g.ttlMs,
+    duration_ms: g.durationMs,
+    reqs,
+    loads: run.counters.loads,
+    /** Library commands of the measured run (commandstats, script-internal commands included). */
+    cmds,
+    cmds_per_req: cmds / reqs,
+    hot_keys: hotKeys,
+    loads_per_hot_key_per_ttl: hotLoads / hotKeys / ttls,
     max_loads_key_per_ttl: Math.max(0, ...run.perKey.values()) / ttls,
-    double_refreshes: doubleRefreshes(run.loads, ttlMs / 2),
+    double_refreshes: doubleRefreshes(run.loads, g.ttlMs / 2),
   };
+  return { cold, warm: hot, run, row };
 }
 
 /**
@@ -85,63 +106,30 @@ async function hotsetRow(
   redis: PrivateRedis,
   pattern: PatternName,
 ) {
-  const o = ctx.opts;
-  const k = instances.length;
-  const probes = await probe(
-    instances[0],
-    redis,
-    pattern,
-    ['hs', pattern],
-    o.hotsetProbeKeys,
-    true,
-  );
-  const { cold, warm } = { cold: probes.cold, warm: probes.warm! };
-  const warmReads = hitReads(warm.res.counters);
-  const cmdsPerHit = warmReads > 0 ? warm.cmds / warmReads : NaN;
-  const job = poissonJob(
-    pattern,
-    `hs:${pattern}:`,
-    o.hotsetKeys,
-    o.hotsetRate / k,
-    o.hotsetWarmupMs,
-    o.hotsetZipf,
-  );
-  const run = await warmAndMeasure(instances, redis, job, o.hotsetDurationMs, {
+  const g = group(ctx.opts, 'hotset');
+  const hs = await hotsetRun(g, instances, redis, pattern, ['hs', pattern], true, {
     perRequest: true,
   });
-  const { cmds, reqs, counters: c } = run;
+  const { cold, run } = hs;
+  const warm = hs.warm!;
+  const warmReads = hitReads(warm.res.counters);
+  const cmdsPerHit = warmReads > 0 ? warm.cmds / warmReads : NaN;
+  const { cmds, counters: c } = run;
   const reads = hitReads(c);
   const latencies = run.results.flatMap((r) => r.latencies ?? []);
   return {
     pattern,
-    instances: k,
-    keys: o.hotsetKeys,
-    zipf: o.hotsetZipf,
-    rate: o.hotsetRate,
-    ttl_ms: o.hotsetTtlMs,
-    backend_ms: o.hotsetBackendMs,
-    duration_ms: o.hotsetDurationMs,
-    reqs,
-    loads: c.loads,
+    ...hs.row,
+    backend_ms: g.backendMs,
     blocking_pct: c.calls ? (100 * c.misses) / c.calls : 0,
     early_recomputes: c.earlyRecomputes,
     lock_waits: c.lockWaits,
-    /** Library commands of the measured run (commandstats, script-internal commands included). */
-    cmds,
-    cmds_per_req: cmds / reqs,
     /** Store reads that found a value (estimated from the metrics, see hitReads). */
     hit_reads: reads,
     cmds_per_load: c.loads ? (cmds - reads * (cmdsPerHit || 1)) / c.loads : NaN,
     /** Probes: commands per store read of warm keys, and per load of cold keys. */
     cmds_per_hit: cmdsPerHit,
     cmds_per_cold_load: cold.res.counters.loads ? cold.cmds / cold.res.counters.loads : NaN,
-    ...hotKeyLoads(
-      run,
-      job.keyPrefix,
-      Math.min(o.hotsetHotKeys, o.hotsetKeys),
-      o.hotsetDurationMs,
-      o.hotsetTtlMs,
-    ),
     p50: q(latencies, 0.5),
     p99: q(latencies, 0.99),
     store_errors: c.storeErrors + cold.res.counters.storeErrors + warm.res.counters.storeErrors,
@@ -166,22 +154,12 @@ export function hotset(ctx: ScenarioContext) {
       );
     },
     columns: HOTSET_COLUMNS,
-    after: (rows) =>
-      commandBreakdown(
-        'hotset',
-        rows.map((r) => ({
-          name: r.pattern,
-          commands: r.commands,
-          cmds: r.cmds,
-          perRequest: r.cmds_per_req,
-          perLoad: r.cmds_per_load,
-        })),
-      ),
+    after: (rows) => commandBreakdown('hotset', rows, (r) => r.pattern, true),
     targets: hotsetTargets,
   });
 }
 
-export function hotsetTargets(rows: HotsetRow[]): Target[] {
+function hotsetTargets(rows: HotsetRow[]): Target[] {
   const sf = rows.find((r) => r.pattern === 'singleflight');
   const ref = (f: (r: HotsetRow) => number, digits: number) =>
     sf ? ` (singleflight ${f(sf).toFixed(digits)})` : '';
@@ -189,28 +167,25 @@ export function hotsetTargets(rows: HotsetRow[]): Target[] {
     .filter((x) => x.pattern !== 'singleflight')
     .flatMap((r) => [
       {
-        id: 'hotset',
         text: `${r.pattern}: <= 4 Redis commands per load, lock included`,
         met: r.cmds_per_load <= 4,
         measured: `${r.cmds_per_load.toFixed(2)} (cold-key probe ${r.cmds_per_cold_load.toFixed(2)})${ref((s) => s.cmds_per_load, 2)}`,
       },
       {
-        id: 'hotset',
         text: `${r.pattern}: exactly 1 Redis command per hit`,
         met: Math.abs(r.cmds_per_hit - 1) < 1e-9,
         measured: `${r.cmds_per_hit.toFixed(3)}${ref((s) => s.cmds_per_hit, 3)}`,
       },
       {
-        id: 'hotset',
         text: `${r.pattern}: <= 2.2 Redis commands per request`,
         met: r.cmds_per_req <= 2.2,
         measured: `${r.cmds_per_req.toFixed(3)}${ref((s) => s.cmds_per_req, 3)}`,
       },
       {
-        id: 'hotset',
         text: `${r.pattern}: <= 1 load per key per TTL (top ${r.hot_keys} keys, tolerance 5%), no double refresh`,
         met: r.loads_per_hot_key_per_ttl <= 1.05 && r.double_refreshes === 0,
         measured: `${r.loads_per_hot_key_per_ttl.toFixed(3)}, max ${r.max_loads_key_per_ttl.toFixed(2)}, double ${r.double_refreshes}${ref((s) => s.loads_per_hot_key_per_ttl, 3)}`,
       },
-    ]);
+    ])
+    .map((t) => ({ id: 'hotset', ...t }));
 }

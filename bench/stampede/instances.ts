@@ -1,11 +1,11 @@
 /*
  * "Instances" of the app: the parent's own app (one instance) or forked processes, each with its
  * own Nest application context and Redis connections (--instances K). Both run a cliff round
- * or a load job the same way; the parent synchronizes them and sums.
+ * or a load job the same way; the parent synchronizes them and sums. A forked instance runs this
+ * file: its config comes in BENCH_CONFIG, it answers each command with its result.
  */
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { Child, forkTs } from '../shared/child';
+import { Child, failToParent, forkTs } from '../shared/child';
 import { BenchApp } from './bench-app';
 import { BenchConfig, diffCounters, PatternCounters, PatternName } from './patterns';
 import { LoadJob, LoadResult, runLoad } from './load';
@@ -19,11 +19,8 @@ export interface RoundRequest {
   startAt: number;
 }
 
-export interface RoundResult {
-  /** ms per call, from its start to its value. */
-  latencies: number[];
-  counters: PatternCounters;
-}
+/** ms per call, from its start to its value, and the pattern's counters of the round. */
+export type RoundResult = { latencies: number[]; counters: PatternCounters };
 
 /** Waits until `startAt`, then starts `n` calls of the same key at once and waits for all. */
 export async function runCliffRound(app: BenchApp, req: RoundRequest): Promise<RoundResult> {
@@ -31,13 +28,11 @@ export async function runCliffRound(app: BenchApp, req: RoundRequest): Promise<R
   const delay = req.startAt - Date.now();
   if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
   const call = app.caller(req.pattern);
-  const latencies = new Array<number>(req.n);
-  const calls: Promise<void>[] = [];
-  for (let i = 0; i < req.n; i++) {
+  const calls = Array.from({ length: req.n }, () => {
     const t0 = performance.now();
-    calls.push(call(req.key).then(() => void (latencies[i] = performance.now() - t0)));
-  }
-  await Promise.all(calls);
+    return call(req.key).then(() => performance.now() - t0);
+  });
+  const latencies = await Promise.all(calls);
   return { latencies, counters: diffCounters(app.counters(req.pattern), before) };
 }
 
@@ -57,7 +52,7 @@ function localInstance(app: BenchApp): Instance {
 
 type WorkerMessage =
   { type: 'ready' } | { type: 'round'; result: RoundResult } | { type: 'load'; result: LoadResult };
-export type WorkerCommand =
+type WorkerCommand =
   { type: 'round'; req: RoundRequest } | { type: 'load'; job: LoadJob } | { type: 'exit' };
 
 /** Generous limits for a busy machine: a worker's start, and one round or load job. */
@@ -68,11 +63,9 @@ export class ForkedInstance implements Instance {
   private constructor(private readonly child: Child<WorkerMessage, WorkerCommand>) {}
 
   static async start(cfg: BenchConfig): Promise<ForkedInstance> {
-    const child = forkTs<WorkerMessage, WorkerCommand>(
-      'bench worker',
-      join(__dirname, 'worker.ts'),
-      { env: { BENCH_CONFIG: JSON.stringify(cfg) } },
-    );
+    const child = forkTs<WorkerMessage, WorkerCommand>('bench worker', __filename, {
+      env: { BENCH_CONFIG: JSON.stringify(cfg) },
+    });
     try {
       await child.waitFor('ready', START_TIMEOUT_MS);
     } catch (err) {
@@ -125,3 +118,21 @@ export async function withInstances<T>(
     await Promise.all(instances.map((i) => i.close()));
   }
 }
+
+async function workerMain(): Promise<void> {
+  const app = await BenchApp.create(JSON.parse(process.env.BENCH_CONFIG!) as BenchConfig);
+  process.on('message', (msg: WorkerCommand) => {
+    if (msg.type === 'exit') return void app.close().then(() => process.disconnect());
+    const work =
+      msg.type === 'load'
+        ? runLoad(app, msg.job).then((result) => ({ type: 'load', result }))
+        : runCliffRound(app, msg.req).then((result) => ({ type: 'round', result }));
+    work.then(
+      (reply) => process.send!(reply),
+      (err: unknown) => process.send!({ type: 'error', error: String(err) }),
+    );
+  });
+  process.send!({ type: 'ready' });
+}
+
+if (require.main === module) workerMain().catch(failToParent);

@@ -6,12 +6,11 @@
 import { columns } from '../shared/columns';
 import type { PrivateRedis } from '../shared/private-redis';
 import type { Target } from '../shared/targets';
-import { commandBreakdown } from './command-counts';
-import { eachOf, q, runScenario, ScenarioContext } from './scenario';
+import { commandBreakdown, eachOf, q, runScenario, ScenarioContext } from './scenario';
 import { Instance, withInstances } from './instances';
-import { LoadResult, warmAndMeasure, poissonJob } from './load';
-import { BenchOptions, parseVariant, TierVariant } from './options';
-import { hotKeyLoads, probe } from './hotset';
+import { LoadResult } from './load';
+import { BenchOptions, group, parseVariant, TierVariant } from './options';
+import { hotsetRun } from './hotset';
 
 /**
  * Loads per request of a cache-aside that loads every key exactly once per TTL when it is asked
@@ -51,25 +50,12 @@ async function l1HotsetRow(
   redis: PrivateRedis,
   v: TierVariant,
 ) {
-  const o = ctx.opts;
-  const k = instances.length;
-  const { cold } = await probe(
-    instances[0],
-    redis,
-    v.pattern,
-    ['l1hs', v.name],
-    o.l1HotsetProbeKeys,
-  );
-  const job = poissonJob(
-    v.pattern,
-    `l1hs:${v.name}:`,
-    o.l1HotsetKeys,
-    o.l1HotsetRate / k,
-    o.l1HotsetWarmupMs,
-    o.l1HotsetZipf,
-  );
-  const run = await warmAndMeasure(instances, redis, job, o.l1HotsetDurationMs, { classify: true });
-  const { results, cmds, reqs, counters: c } = run;
+  const g = group(ctx.opts, 'l1Hotset');
+  const hs = await hotsetRun(g, instances, redis, v.pattern, ['l1hs', v.name], false, {
+    classify: true,
+  });
+  const { cold, run } = hs;
+  const { results, reqs, counters: c } = run;
   const l1Hits = results.flatMap((r) => r.l1HitLatencies ?? []);
   const storeHits = results.flatMap((r) => r.storeHitLatencies ?? []);
   const hits = [...l1Hits, ...storeHits];
@@ -80,31 +66,14 @@ async function l1HotsetRow(
     variant: v.name,
     pattern: v.pattern,
     l1: v.l1,
-    instances: k,
-    keys: o.l1HotsetKeys,
-    zipf: o.l1HotsetZipf,
-    rate: o.l1HotsetRate,
-    ttl_ms: o.l1HotsetTtlMs,
-    duration_ms: o.l1HotsetDurationMs,
-    reqs,
-    loads: c.loads,
+    ...hs.row,
     loads_per_req: c.loads / reqs,
     lock_waits: c.lockWaits,
     joins: c.joins,
-    /** Library commands of the measured run (commandstats delta). */
-    cmds,
-    cmds_per_req: cmds / reqs,
     /** Probe: cold keys called once each on one instance (every call a miss and a load). */
     cmds_per_load: cmdsPerLoad,
     /** loads_per_req x cmds_per_load: what the loads alone cost per request. */
     floor_cmds_per_req: (c.loads / reqs) * cmdsPerLoad,
-    ...hotKeyLoads(
-      run,
-      job.keyPrefix,
-      Math.min(o.l1HotsetHotKeys, o.l1HotsetKeys),
-      o.l1HotsetDurationMs,
-      o.l1HotsetTtlMs,
-    ),
     /** Calls that neither ran the loader nor joined a flight that ran it (measured in the caller). */
     hits: hits.length,
     hit_share: hits.length / reqs,
@@ -145,30 +114,18 @@ export function l1Hotset(ctx: ScenarioContext) {
       // The variants without L1 share instances, and those with it: rows in the variants' order.
       const rows = new Map<string, L1HotsetRow>();
       for (const l1 of [false, true]) {
-        const group = variants.filter((v) => v.l1 === l1);
-        if (!group.length) continue;
-        const extra = {
-          backendMs: o.l1HotsetBackendMs,
-          recordLoads: true,
-          moduleOptions: l1 ? { l1: true } : undefined,
-        };
+        const same = variants.filter((v) => v.l1 === l1);
+        if (!same.length) continue;
+        const moduleOptions = l1 ? { l1: true } : undefined;
+        const extra = { backendMs: o.l1HotsetBackendMs, recordLoads: true, moduleOptions };
         await withInstances(ctx.config(o.l1HotsetTtlMs, extra, redis), k, (instances) =>
-          eachOf(group, async (v) => rows.set(v.name, await l1HotsetRow(ctx, instances, redis, v))),
+          eachOf(same, async (v) => rows.set(v.name, await l1HotsetRow(ctx, instances, redis, v))),
         );
       }
       return variants.map((v) => rows.get(v.name)!);
     },
     columns: L1_HOTSET_COLUMNS,
-    after: (rows) =>
-      commandBreakdown(
-        'l1-hotset',
-        rows.map((r) => ({
-          name: r.variant,
-          commands: r.commands,
-          cmds: r.cmds,
-          perRequest: r.cmds_per_req,
-        })),
-      ),
+    after: (rows) => commandBreakdown('l1-hotset', rows, (r) => r.variant),
     targets: (rows) => l1HotsetTargets(rows, o),
   });
 }
@@ -176,7 +133,7 @@ export function l1Hotset(ctx: ScenarioContext) {
 const idealOf = (o: BenchOptions) =>
   idealLoadsPerRequest(o.l1HotsetKeys, o.l1HotsetZipf, o.l1HotsetRate, o.l1HotsetTtlMs);
 
-export function l1HotsetTargets(rows: L1HotsetRow[], o: BenchOptions): Target[] {
+function l1HotsetTargets(rows: L1HotsetRow[], o: BenchOptions): Target[] {
   const ideal = idealOf(o);
   const others = rows.filter((r) => !r.l1);
   const refs = (f: (r: L1HotsetRow) => string) =>
@@ -185,7 +142,6 @@ export function l1HotsetTargets(rows: L1HotsetRow[], o: BenchOptions): Target[] 
     .filter((x) => x.l1)
     .flatMap((r) => [
       {
-        id: 'l1-hotset',
         text: `${r.variant}: <= 0.3 Redis commands per request`,
         met: r.cmds_per_req <= 0.3,
         measured:
@@ -196,7 +152,6 @@ export function l1HotsetTargets(rows: L1HotsetRow[], o: BenchOptions): Target[] 
       ...(r.instances === 1
         ? [
             {
-              id: 'l1-hotset',
               text: `${r.variant}: <= 0.97 Redis commands per request in one process`,
               met: r.cmds_per_req <= 0.97,
               measured:
@@ -206,7 +161,6 @@ export function l1HotsetTargets(rows: L1HotsetRow[], o: BenchOptions): Target[] 
           ]
         : []),
       {
-        id: 'l1-hotset',
         text: `${r.variant}: <= 1 load per key per TTL (top ${r.hot_keys} keys, across ${r.instances} instance(s), tolerance 5%)`,
         met: r.loads_per_hot_key_per_ttl <= 1.05,
         measured:
@@ -214,7 +168,6 @@ export function l1HotsetTargets(rows: L1HotsetRow[], o: BenchOptions): Target[] 
           refs((x) => x.loads_per_hot_key_per_ttl.toFixed(3)),
       },
       {
-        id: 'l1-hotset',
         text: `${r.variant}: p99 of hits < 1 ms`,
         met: r.hit_p99 < 1,
         measured:
@@ -222,5 +175,6 @@ export function l1HotsetTargets(rows: L1HotsetRow[], o: BenchOptions): Target[] 
           `Redis hits ${r.store_hits}, p99 ${r.store_hit_p99} ms)` +
           refs((x) => `${x.hit_p99} ms`),
       },
-    ]);
+    ])
+    .map((t) => ({ id: 'l1-hotset', ...t }));
 }

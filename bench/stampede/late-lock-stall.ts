@@ -67,6 +67,11 @@ async function lateLockRow(
   const vKey = valueKey(ctx.prefix, key);
   const lKey = lockKey(ctx.prefix, key);
   const call = app.caller(pattern);
+  const timed = async () => {
+    const t = performance.now();
+    await call(key);
+    return performance.now() - t;
+  };
   if (path === 'try-lock') {
     // A value whose recorded load time is huge: the first XFetch draw fires (probability
     // 1 - 1e-5), so the call during the pause starts an early recomputation and its try-lock.
@@ -76,9 +81,7 @@ async function lateLockRow(
   const c0 = app.counters(pattern);
   const pausedAt = performance.now();
   await redis.pause(o.latePauseMs, 'WRITE');
-  let t = performance.now();
-  await call(key);
-  const call1 = performance.now() - t;
+  const call1 = await timed();
   const c1 = app.counters(pattern);
   await sleep(Math.max(0, pausedAt + o.latePauseMs + o.cooldownMs + 50 - performance.now()));
   // A miss locks the value key itself (a lock mark), a refresh a key of its own.
@@ -86,14 +89,11 @@ async function lateLockRow(
     path === 'read-or-lock'
       ? (await redis.control.get(vKey))?.startsWith(MISS_LOCK_MARK) === true
       : (await redis.control.exists(lKey)) === 1;
-  const lockLeft = held ? 1 : 0;
   const pttl = held ? await redis.control.pttl(path === 'read-or-lock' ? vKey : lKey) : null;
   // try-lock: the value is still cached; drop it, as its expiry would, so the next call misses
   // and competes for the lock (and would wait on a lock left behind).
   if (path === 'try-lock') await redis.control.del(vKey);
-  t = performance.now();
-  await call(key);
-  const call2 = performance.now() - t;
+  const call2 = await timed();
   const c2 = app.counters(pattern);
   return {
     pattern,
@@ -103,7 +103,7 @@ async function lateLockRow(
     call1_ms: round2(call1),
     call1_store_errors: c1.storeErrors - c0.storeErrors,
     /** After the pause and the cool-down: the lock key still there (EXISTS), its PTTL. */
-    lock_left: lockLeft,
+    lock_left: held ? 1 : 0,
     lock_pttl_ms: pttl,
     /** The next call on the key (a miss: its value was never stored, or deleted for try-lock). */
     call2_ms: round2(call2),
@@ -113,7 +113,7 @@ async function lateLockRow(
   };
 }
 
-export function lateLockTargets(rows: LateLockRow[], o: BenchOptions): Target[] {
+function lateLockTargets(rows: LateLockRow[], o: BenchOptions): Target[] {
   const sf = rows.find((r) => r.pattern === 'singleflight');
   const ref = sf ? `; singleflight ${sf.call2_ms} ms` : '';
   return rows
@@ -128,18 +128,22 @@ export function lateLockTargets(rows: LateLockRow[], o: BenchOptions): Target[] 
 
 // --- stall --------------------------------------------------------------------------------
 
+/** When the pause of a run starts: its middle (ms into the run). */
+export const pauseAt = (durationMs: number, pauseMs: number) =>
+  Math.max(0, (durationMs - pauseMs) / 2);
+
 /**
- * Runs `job` (perRequest) with CLIENT PAUSE `pauseMs` `mode` at `atMs` into the run; its loads
- * and latencies before and during the pause.
+ * Runs `job` (perRequest) with CLIENT PAUSE `pauseMs` `mode` in the middle of it; its loads
+ * (count and per second) and latencies before and during the pause.
  */
 export async function pausedRun(
   app: BenchApp,
   redis: PrivateRedis,
   job: LoadJob,
-  atMs: number,
   pauseMs: number,
   mode: 'ALL' | 'WRITE',
 ) {
+  const atMs = pauseAt(job.durationMs!, pauseMs);
   let start = Infinity;
   const pause = () => {
     start = epochNow();
@@ -149,7 +153,7 @@ export async function pausedRun(
   const end = start + pauseMs;
   const loads = (from: number, to: number) =>
     res.loads.filter(([, at]) => at >= from && at < to).length;
-  const perS = (n: number, from: number, to: number) => n / Math.max(1e-9, (to - from) / 1000);
+  const rate = (from: number, to: number) => loads(from, to) / Math.max(1e-9, (to - from) / 1000);
   const lat = (from: number, to: number) =>
     res.latencies!.filter((_, i) => res.arrivals![i] >= from && res.arrivals![i] < to);
   const during = lat(start, end);
@@ -158,7 +162,7 @@ export async function pausedRun(
     start,
     end,
     loads,
-    perS,
+    rate,
     /** Requests that arrived during the pause, and their latency; latency before it. */
     latency: {
       during_reqs: during.length,
@@ -190,17 +194,9 @@ async function stallRow(ctx: ScenarioContext, app: BenchApp, redis: PrivateRedis
   // together), then the traffic itself.
   await runLoad(app, { ...job, mode: 'sweep', spreadMs: o.stallTtlMs });
   await runLoad(app, job);
-  const pauseAt = Math.max(0, (o.stallDurationMs - o.stallPauseMs) / 2);
-  const run = await pausedRun(
-    app,
-    redis,
-    { ...job, durationMs: o.stallDurationMs },
-    pauseAt,
-    o.stallPauseMs,
-    o.stallMode,
-  );
-  const { res, start, end, loads, perS } = run;
-  const rate = (from: number, to: number) => perS(loads(from, to), from, to);
+  const stalled = { ...job, durationMs: o.stallDurationMs };
+  const run = await pausedRun(app, redis, stalled, o.stallPauseMs, o.stallMode);
+  const { res, start, end, rate } = run;
   const before = rate(res.startedAt, start);
   const during = rate(start, end);
   // The next pattern starts on a store out of its cool-down.
@@ -217,7 +213,6 @@ async function stallRow(ctx: ScenarioContext, app: BenchApp, redis: PrivateRedis
     loads_per_s_after: round2(
       rate(end, Math.min(res.startedAt + res.wallMs, res.startedAt + o.stallDurationMs)),
     ),
-    /** during / before. */
     ratio: before > 0 ? during / before : Infinity,
     ...run.latency,
     store_errors: res.counters.storeErrors,
@@ -231,7 +226,7 @@ export function stall(ctx: ScenarioContext) {
     title: (redis) =>
       `stall: ${redis.describe()}; Poisson ${o.stallRate} req/s over ${o.stallKeys} keys (uniform), TTL ${o.stallTtlMs} ms, ` +
       `backend ${o.backendMs} ms, ${o.stallDurationMs} ms measured after a warm-up (keys loaded one by one over a TTL, then ${o.stallWarmupMs} ms of traffic); ` +
-      `CLIENT PAUSE ${o.stallPauseMs} ${o.stallMode} at ${Math.max(0, (o.stallDurationMs - o.stallPauseMs) / 2)} ms; operationTimeout ${o.operationTimeoutMs} ms, cooldown ${o.cooldownMs} ms`,
+      `CLIENT PAUSE ${o.stallPauseMs} ${o.stallMode} at ${pauseAt(o.stallDurationMs, o.stallPauseMs)} ms; operationTimeout ${o.operationTimeoutMs} ms, cooldown ${o.cooldownMs} ms`,
     rows: (redis) =>
       BenchApp.with(ctx.config(o.stallTtlMs, { recordLoads: true }, redis), (app) =>
         eachOf(o.stallPatterns, (p) => stallRow(ctx, app, redis, p)),
@@ -248,7 +243,7 @@ export function stall(ctx: ScenarioContext) {
  */
 const TIMER_SLACK_MS = 10;
 
-export function stallTargets(rows: StallRow[], o: BenchOptions): Target[] {
+function stallTargets(rows: StallRow[], o: BenchOptions): Target[] {
   const sf = rows.find((r) => r.pattern === 'singleflight');
   const bound = o.operationTimeoutMs + o.backendMs;
   return rows.map((r) => ({

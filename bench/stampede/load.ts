@@ -4,6 +4,7 @@
  * a sweep that calls every key once. Times are epoch ms, so that instances can be merged.
  */
 import { performance } from 'node:perf_hooks';
+import { CommandCounts, commandDelta, totalCommands } from './scenario';
 import { BenchApp } from './bench-app';
 import {
   BackendError,
@@ -14,29 +15,24 @@ import {
   sumCounters,
 } from './patterns';
 import { PrivateRedis } from '../shared/private-redis';
-import { CommandCounts, commandDelta, totalCommands } from './command-counts';
 
 export const epochNow = () => performance.timeOrigin + performance.now();
 
 /** Exponential inter-arrival times: a Poisson process of `rate` per second over `durationMs`. */
-export function poissonArrivals(rate: number, durationMs: number, random = Math.random): number[] {
+function poissonArrivals(rate: number, durationMs: number): number[] {
   const out: number[] = [];
   for (let t = 0; ;) {
-    t += (-Math.log(1 - random()) / rate) * 1000;
+    t += (-Math.log(1 - Math.random()) / rate) * 1000;
     if (t >= durationMs) return out;
     out.push(t);
   }
 }
 
-/** A timed action during a drive (local runs only: CLIENT PAUSE). */
-export interface DriveEvent {
-  /** ms after the start of the drive. */
-  atMs: number;
-  run: () => void;
-}
+/** A timed action `atMs` after the start of a drive (local runs only: CLIENT PAUSE). */
+export type DriveEvent = { atMs: number; run: () => void };
 
 /** Fires `fire(i)` at each arrival time (ms from now), checking the clock every millisecond. */
-export async function drive(
+async function drive(
   arrivals: number[],
   fire: (i: number) => Promise<void>,
   events: DriveEvent[] = [],
@@ -182,13 +178,8 @@ export async function runLoad(app: BenchApp, job: LoadJob, events: DriveEvent[] 
     const leaders = new Map<string, CallRecord>();
     const plain = (i: number) => {
       const t0 = performance.now();
-      return call(keyOf(ranks[i])).then(
-        () => void (lat[i] = performance.now() - t0),
-        (err: unknown) => {
-          lat[i] = performance.now() - t0;
-          onError(err);
-        },
-      );
+      const done = () => void (lat[i] = performance.now() - t0);
+      return call(keyOf(ranks[i])).then(done, (err: unknown) => (done(), onError(err)));
     };
     // The library counts a join and an L1 hit before the call's first await, so reading its
     // live counters around the synchronous start of the call tells which of them it was. A call
@@ -208,20 +199,15 @@ export async function runLoad(app: BenchApp, job: LoadJob, events: DriveEvent[] 
         if (leaders.get(key) === record) leaders.delete(key);
         return (lat[i] = performance.now() - t0);
       };
-      return pending.then(
-        () => {
-          const l = settle();
-          if (record.loadEnd !== undefined) counts.ranLoad++;
-          else if (record.lockWait) counts.waitedLock++;
-          else if (didJoin && (!leader || leader.loadEnd !== undefined || leader.lockWait))
-            counts.joinedLoad++;
-          else (fromL1 ? l1Hits : storeHits).push(l);
-        },
-        (err: unknown) => {
-          settle();
-          onError(err);
-        },
-      );
+      const done = () => {
+        const l = settle();
+        if (record.loadEnd !== undefined) counts.ranLoad++;
+        else if (record.lockWait) counts.waitedLock++;
+        else if (didJoin && (!leader || leader.loadEnd !== undefined || leader.lockWait))
+          counts.joinedLoad++;
+        else (fromL1 ? l1Hits : storeHits).push(l);
+      };
+      return pending.then(done, (err: unknown) => (settle(), onError(err)));
     };
     // Classified calls start each in its own macrotask, as a server gets each request in its
     // own I/O callback: the microtasks of one call (all of an L1 hit) run before the next call

@@ -31,7 +31,22 @@ const RENAMED: Partial<Record<Key, string>> = {
 const flagOf = (key: Key) =>
   RENAMED[key] ?? key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`).replace(/-ms$/, '');
 
-type Kind = 'number' | 'list' | 'pattern' | 'variant';
+const shown = (key: Key): string => {
+  const v = DEFAULT_OPTIONS[key];
+  return ` (default ${Array.isArray(v) ? v.join(',') : String(v)})`;
+};
+const help = (key: Key) => `${key}${shown(key)}`;
+/** The spec of a generated flag by its kind; --help lists them by kind, in this order. */
+const KINDS = {
+  number: (key: Key): OptionSpec => ({ type: 'number', min: 0, help: help(key) }),
+  list: (key: Key): OptionSpec => ({ type: 'list', help: `${help(key)}; positive integers` }),
+  pattern: (key: Key): OptionSpec => ({ type: 'list', choices: ALL_PATTERNS, help: help(key) }),
+  variant: (key: Key): OptionSpec => ({
+    type: 'list',
+    help: `${help(key)}; a pattern, or pattern+l1 (its app's StampedeModule gets l1: true)`,
+  }),
+};
+type Kind = keyof typeof KINDS;
 const kindOf = (key: Key): Kind | undefined => {
   const v = DEFAULT_OPTIONS[key];
   if (SPECIAL.includes(key)) return undefined;
@@ -40,27 +55,9 @@ const kindOf = (key: Key): Kind | undefined => {
   return Array.isArray(v) ? 'list' : 'number';
 };
 const KEYS = Object.keys(DEFAULT_OPTIONS) as Key[];
-/** The generated flags by kind, in that order: numbers, lists, patterns, variants. */
-const GENERATED = (['number', 'list', 'pattern', 'variant'] as Kind[]).flatMap((kind) =>
+const GENERATED = (Object.keys(KINDS) as Kind[]).flatMap((kind) =>
   KEYS.filter((k) => kindOf(k) === kind).map((key) => ({ key, kind, flag: flagOf(key) })),
 );
-
-const shown = (key: Key): string => {
-  const v = DEFAULT_OPTIONS[key];
-  return ` (default ${Array.isArray(v) ? v.join(',') : String(v)})`;
-};
-const help = (key: Key) => `${key}${shown(key)}`;
-const specOf = (key: Key, kind: Kind): OptionSpec =>
-  kind === 'number'
-    ? { type: 'number', min: 0, help: help(key) }
-    : kind === 'list'
-      ? { type: 'list', help: `${help(key)}; positive integers` }
-      : kind === 'pattern'
-        ? { type: 'list', choices: ALL_PATTERNS, help: help(key) }
-        : {
-            type: 'list',
-            help: `${help(key)}; a pattern, or pattern+l1 (its app's StampedeModule gets l1: true)`,
-          };
 
 /** Every flag; the help names the option each one sets. */
 const SPEC: Record<string, OptionSpec> = {
@@ -82,7 +79,7 @@ const SPEC: Record<string, OptionSpec> = {
     help: `each against telemetry off, side by side in one process (alone: implies --scenario otel)${shown('otelVariants')}`,
   },
   'otel-tiers': { type: 'list', choices: OTEL_TIERS, help: help('otelTiers') },
-  ...Object.fromEntries(GENERATED.map(({ key, kind, flag }) => [flag, specOf(key, kind)])),
+  ...Object.fromEntries(GENERATED.map(({ key, kind, flag }) => [flag, KINDS[kind](key)])),
   json: { type: 'string', placeholder: '<file>', help: 'also write every number as JSON' },
 };
 

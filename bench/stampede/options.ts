@@ -7,13 +7,8 @@ import type { OtelTier, OtelVariant } from './otel-worker';
 
 /** The variants `--otel` accepts (`none`, the baseline, is measured beside each anyway). */
 export const OTEL_VARIANTS: readonly (OtelVariant | 'none')[] = [
-  'none',
-  'api',
-  'sdk',
-  'sdk-sampled',
-  'sdk-metrics',
-  'sdk-als',
-];
+  ...['none', 'api', 'sdk', 'sdk-sampled', 'sdk-metrics', 'sdk-als'],
+] as const;
 export const OTEL_TIERS: readonly OtelTier[] = ['store', 'l1'];
 
 /** A pattern, in apps with the library's L1 (`+l1`) or without. */
@@ -177,6 +172,21 @@ export const DEFAULT_OPTIONS = {
 };
 
 export type BenchOptions = typeof DEFAULT_OPTIONS & { redisUrl: string };
+
+/** The options that start with `P`, without it: `group(o, 'hotset').ttlMs` is `o.hotsetTtlMs`. */
+export type Group<P extends string> = {
+  [
+    K in keyof BenchOptions as K extends `${P}${infer R}` ? Uncapitalize<R> : never
+  ]: BenchOptions[K];
+};
+
+export function group<P extends string>(o: BenchOptions, prefix: P): Group<P> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(o))
+    if (k.startsWith(prefix) && k !== prefix)
+      out[k[prefix.length].toLowerCase() + k.slice(prefix.length + 1)] = v;
+  return out as Group<P>;
+}
 
 /** The scenarios a --scenario value names (groups expanded), in run order. */
 export function scenariosOf(value: string): Scenario[] {

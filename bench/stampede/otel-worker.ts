@@ -163,11 +163,10 @@ async function main(): Promise<void> {
         await startApp({ ...base, telemetry: { metrics: false, tracing: false } }),
         await startApp(base), // the same keys: it finds them in Redis (or loads them once)
       ];
-      for (const { hot } of apps) {
-        for (let i = 0; i < keys.length; i += 200) {
-          await Promise.all(keys.slice(i, i + 200).map((k) => hot.get(k))); // every key cached
-        }
-      }
+      // Every key cached.
+      for (const { hot } of apps)
+        for (let i = 0; i < keys.length; i += 200)
+          await Promise.all(keys.slice(i, i + 200).map((k) => hot.get(k)));
       const next = zipfSampler(cfg.keys, cfg.zipf);
       const zero = (): Measured => ({ calls: 0, ms: 0, cpuUs: 0 });
       const [scratch, measured] = [zero(), [zero(), zero()]];
@@ -178,9 +177,8 @@ async function main(): Promise<void> {
       }
       for (let t = 0; t < turns(cfg.durationMs); t++) {
         const order = t % 2 === 0 ? [0, 1] : [1, 0];
-        for (const i of order) {
+        for (const i of order)
           await slice(apps[i].hot, keys, next, cfg.concurrency, cfg.sliceMs, measured[i]);
-        }
       }
       const [off, on] = measured.map((m) => ({ ...m, cpuUs: m.cpuUs / m.calls }));
       reply.results.push({ variant, tier, off, on });

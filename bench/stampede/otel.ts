@@ -124,10 +124,12 @@ export function otelCost(ctx: ScenarioContext) {
               `${scrape.bytes} bytes, ${scrape.collectMs.toFixed(1)} ms`,
           ]
         : [],
+    targets: otelTargets,
+    targetsAt: 'list',
   });
 }
 
-export function otelTargets(rows: OtelRow[]): Target[] {
+function otelTargets(rows: OtelRow[]): Target[] {
   return rows.flatMap((row) => {
     const budget = BUDGET[row.variant];
     if (budget === undefined) return [];

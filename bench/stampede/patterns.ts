@@ -7,17 +7,12 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { StampedeModuleOptions } from '@nest-redis-resilience/stampede';
 
 export const LIBRARY_PATTERNS = [
-  'naive',
-  'singleflight',
-  'xfetch',
-  'distlock',
-  'two-tier',
-  'two-tier-xfetch',
-  'two-tier-grace',
-  'jitter',
+  ...['naive', 'singleflight', 'xfetch', 'distlock', 'two-tier', 'two-tier-xfetch'],
+  ...['two-tier-grace', 'jitter'],
 ] as const;
 export const LOCAL_PATTERNS = ['distlock-poll', 'xfetch-uncoalesced', 'bento-like'] as const;
-export type PatternName = (typeof LIBRARY_PATTERNS)[number] | (typeof LOCAL_PATTERNS)[number];
+export type LibraryPattern = (typeof LIBRARY_PATTERNS)[number];
+export type PatternName = LibraryPattern | (typeof LOCAL_PATTERNS)[number];
 export const ALL_PATTERNS: PatternName[] = [...LIBRARY_PATTERNS, ...LOCAL_PATTERNS];
 
 /** The patterns that take a lock, and those among them that also recompute early (XFetch). */
@@ -34,8 +29,6 @@ export interface BenchConfig {
   pollMs: number;
   beta: number;
   jitter: number;
-  /** Record the time of every loader call (snowstorm). */
-  recordLoadTimes?: boolean;
   /** Record the key and start time of every loader call (double refreshes, loads per key). */
   recordLoads?: boolean;
   /** Share of loader calls that throw (after the backend time), 0 to 1. */
@@ -59,20 +52,8 @@ export interface BenchConfig {
  * value).
  */
 const COUNTERS = [
-  'loads',
-  'misses',
-  'lockWaitMs',
-  'earlyRecomputes',
-  'storeErrors',
-  'calls',
-  'hits',
-  'joins',
-  'lockWaits',
-  'lockTimeouts',
-  'errors',
-  'l1Hits',
-  'staleServes',
-  'failSafes',
+  ...['loads', 'misses', 'lockWaitMs', 'earlyRecomputes', 'storeErrors', 'calls', 'hits'],
+  ...['joins', 'lockWaits', 'lockTimeouts', 'errors', 'l1Hits', 'staleServes', 'failSafes'],
 ] as const;
 export type PatternCounters = Record<(typeof COUNTERS)[number], number>;
 

@@ -14,51 +14,38 @@ import { collectEnvInfo, formatEnvInfo, gitRevision } from '../shared/env-info';
 import { deleteKeys } from '../shared/redis-stats';
 import { formatTargetLine, Target } from '../shared/targets';
 import { batchLoads } from './batch';
-import { cliffScenario, cliffTargets } from './cliff';
+import { cliffScenario } from './cliff';
 import { ScenarioContext } from './scenario';
 import { CpuBurn } from './cpu-burn';
-import { fanout, fanoutTargets, warnings, warningsTargets } from './fanout-warnings';
-import { graceFailing, graceTargets, l1Stall, l1StallTargets } from './grace-l1-stall';
-import { hotset, hotsetTargets } from './hotset';
-import { l1Hotset, l1HotsetTargets } from './l1-hotset';
-import { lateLock, lateLockTargets, stall, stallTargets } from './late-lock-stall';
+import { fanout, warnings } from './fanout-warnings';
+import { graceFailing, l1Stall } from './grace-l1-stall';
+import { hotset } from './hotset';
+import { l1Hotset } from './l1-hotset';
+import { lateLock, stall } from './late-lock-stall';
 import { BenchOptions, DEFAULT_OPTIONS, Scenario, scenariosOf } from './options';
-import { otelCost, otelTargets } from './otel';
-import { snowstorm, snowstormTargets, steady, steadyTargets } from './steady-snowstorm';
+import { otelCost } from './otel';
+import { snowstorm, steady } from './steady-snowstorm';
 
-/** A section of the report: the scenario that fills it, how it runs, its targets. */
-function section<Row extends object>(
-  scenario: Scenario,
-  run: (ctx: ScenarioContext) => Promise<Row[]>,
-  targets?: (rows: Row[], o: BenchOptions) => Target[],
-) {
-  return {
-    scenario,
-    run,
-    targets: targets as ((rows: object[], o: BenchOptions) => Target[]) | undefined,
-  };
-}
-
-/** Batch prints its target under its table only, not in the final list. */
+/** The sections of the report: the scenario that fills each, and how it runs. */
 const SECTIONS = {
-  cliff: section('cliff', cliffScenario, cliffTargets),
-  steady: section('steady', steady, steadyTargets),
-  snowstorm: section('snowstorm', snowstorm, snowstormTargets),
-  lateLock: section('late-lock', lateLock, lateLockTargets),
-  stall: section('stall', stall, stallTargets),
-  hotset: section('hotset', hotset, hotsetTargets),
-  fanout: section('fanout', fanout, fanoutTargets),
-  warnings: section('warnings', warnings, warningsTargets),
-  l1Hotset: section('l1-hotset', l1Hotset, l1HotsetTargets),
-  graceFailing: section('grace-failing', graceFailing, graceTargets),
-  l1Stall: section('l1-stall', l1Stall, l1StallTargets),
-  otel: section('otel', otelCost, otelTargets),
-  batch: section('batch', batchLoads),
-};
+  cliff: ['cliff', cliffScenario],
+  steady: ['steady', steady],
+  snowstorm: ['snowstorm', snowstorm],
+  lateLock: ['late-lock', lateLock],
+  stall: ['stall', stall],
+  hotset: ['hotset', hotset],
+  fanout: ['fanout', fanout],
+  warnings: ['warnings', warnings],
+  l1Hotset: ['l1-hotset', l1Hotset],
+  graceFailing: ['grace-failing', graceFailing],
+  l1Stall: ['l1-stall', l1Stall],
+  otel: ['otel', otelCost],
+  batch: ['batch', batchLoads],
+} as const satisfies Record<string, [Scenario, (ctx: ScenarioContext) => Promise<object[]>]>;
 
 /** Each section: the rows of its scenario ([] when it did not run). */
 type Sections = {
-  [K in keyof typeof SECTIONS]: Awaited<ReturnType<(typeof SECTIONS)[K]['run']>>;
+  [K in keyof typeof SECTIONS]: Awaited<ReturnType<(typeof SECTIONS)[K][1]>>;
 };
 
 export type BenchReport = {
@@ -86,6 +73,8 @@ function libraryRevision(): string {
   return `libs/stampede at ${lib} (checkout ${gitRevision(['libs/stampede'])})`;
 }
 
+const PACKAGES = ['@nestjs/core', '@nestjs/common', 'ioredis', 'typescript'];
+
 export async function runStampedeBench(
   options: Partial<BenchOptions> & { redisUrl: string },
   log: (line: string) => void = (line) => process.stdout.write(`${line}\n`),
@@ -95,16 +84,11 @@ export async function runStampedeBench(
   const control = new Redis(o.redisUrl, { maxRetriesPerRequest: 1 });
   const { redisUrl: _url, ...rest } = o;
   const scenarios = scenariosOf(o.scenario);
-  const entries = Object.entries(SECTIONS) as [keyof Sections, ReturnType<typeof section>][];
-  const sections = Object.fromEntries(entries.map(([k]) => [k, []])) as Record<string, object[]>;
+  const entries = Object.entries(SECTIONS);
+  const sections: Record<string, object[]> = Object.fromEntries(entries.map(([k]) => [k, []]));
   const report = {
     startedAt: new Date().toISOString(),
-    env: await collectEnvInfo(control, o.redisUrl, [
-      '@nestjs/core',
-      '@nestjs/common',
-      'ioredis',
-      'typescript',
-    ]),
+    env: await collectEnvInfo(control, o.redisUrl, PACKAGES),
     library: libraryRevision(),
     cpuBurn: o.cpuBurn,
     options: rest,
@@ -123,6 +107,7 @@ export async function runStampedeBench(
     log,
     prefix,
     control,
+    targets: report.targets,
     config: (ttlMs, extra = {}, redis) => ({
       redisUrl: o.redisUrl,
       prefix,
@@ -140,19 +125,12 @@ export async function runStampedeBench(
   };
   try {
     for (const name of scenarios) {
-      const [section, s] = entries.find(([, x]) => x.scenario === name)!;
-      const rows = await s.run(ctx);
-      sections[section] = rows;
-      report.targets.push(...(s.targets?.(rows, o) ?? []));
+      const [section, [, run]] = entries.find(([, [scenario]]) => scenario === name)!;
+      Object.assign(report, { [section]: await run(ctx) });
     }
-    Object.assign(report, sections);
-    if (report.targets.length)
-      log(
-        [
-          '\n## targets (what the library must reach; resilience and tiers scenarios)',
-          ...report.targets.map(formatTargetLine),
-        ].join('\n'),
-      );
+    const lines = report.targets.map(formatTargetLine);
+    const heading = '\n## targets (what the library must reach; resilience and tiers scenarios)';
+    if (lines.length) log([heading, ...lines].join('\n'));
   } finally {
     await burn.stop();
     try {

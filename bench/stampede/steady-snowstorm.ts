@@ -3,14 +3,13 @@
  * (many keys written together, then expiring together, with and without @JitterTtl) scenarios
  * of bench:stampede.
  */
-import { performance } from 'node:perf_hooks';
 import { columns } from '../shared/columns';
 import type { Target } from '../shared/targets';
 import type { BenchOptions } from './options';
 import { BenchApp } from './bench-app';
-import { diffCounters, PatternName } from './patterns';
+import { PatternName } from './patterns';
 import { commandsSoFar, eachOf, q, round2, runScenario, ScenarioContext, sleep } from './scenario';
-import { doubleRefreshes, drive, poissonArrivals } from './load';
+import { doubleRefreshes, epochNow, LoadJob, poissonJob, runLoad } from './load';
 
 /** Most timestamps in any window [t, t + windowMs), and where it starts. */
 export function maxInWindow(sortedTimes: number[], windowMs: number) {
@@ -23,24 +22,12 @@ export function maxInWindow(sortedTimes: number[], windowMs: number) {
   return best;
 }
 
-/** Fires `call(key(i))` at Poisson arrivals; its latencies, Redis commands and wall time. */
-async function poissonRun(
-  ctx: ScenarioContext,
-  call: (key: string) => Promise<unknown>,
-  key: (i: number) => string,
-  rate: number,
-  durationMs: number,
-) {
-  const arrivals = poissonArrivals(rate, durationMs);
-  const keys = arrivals.map((_, i) => key(i));
-  const latencies = new Array<number>(arrivals.length);
+/** Runs `job` (perRequest) in `app`, and counts the shared Redis' commands per request. */
+async function poissonRun(ctx: ScenarioContext, app: BenchApp, job: LoadJob) {
   const before = await commandsSoFar(ctx.control);
-  const wall = await drive(arrivals, (i) => {
-    const t0 = performance.now();
-    return call(keys[i]).then(() => void (latencies[i] = performance.now() - t0));
-  });
+  const res = await runLoad(app, { ...job, perRequest: true });
   const cmds = (await commandsSoFar(ctx.control)) - before;
-  return { reqs: arrivals.length, latencies, cmdsPerReq: cmds / arrivals.length, wall };
+  return { res, latencies: res.latencies!, cmdsPerReq: cmds / res.reqs };
 }
 
 export type SteadyRow = Awaited<ReturnType<typeof steadyRow>>;
@@ -54,15 +41,11 @@ export const STEADY_COLUMNS = columns<SteadyRow>(
 
 async function steadyRow(ctx: ScenarioContext, app: BenchApp, pattern: PatternName) {
   const o = ctx.opts;
-  const key = `steady:${pattern}`;
-  const call = app.caller(pattern);
-  await call(key); // warm: a steady state starts with a cached value
-  const firstLoad = app.backend.log.length;
-  const c0 = app.counters(pattern);
-  const run = await poissonRun(ctx, call, () => key, o.rate, o.durationMs);
-  const c = diffCounters(app.counters(pattern), c0);
-  const { reqs, latencies } = run;
-  const loads = app.backend.log.slice(firstLoad).map((r): [string, number] => [r.key, r.at]);
+  const key = `steady:${pattern}:`;
+  await app.caller(pattern)(`${key}0`); // warm: a steady state starts with a cached value
+  const job = poissonJob(pattern, key, 1, o.rate, o.durationMs);
+  const { res, latencies, cmdsPerReq } = await poissonRun(ctx, app, job);
+  const { reqs, counters: c } = res;
   return {
     pattern,
     rate: o.rate,
@@ -76,12 +59,12 @@ async function steadyRow(ctx: ScenarioContext, app: BenchApp, pattern: PatternNa
     slow_reqs: latencies.filter((l) => l > o.backendMs / 2).length,
     early_recomputes: c.earlyRecomputes,
     /** Loads that started less than TTL / 2 after the previous one (one expiry, two loads). */
-    double_refreshes: doubleRefreshes(loads, o.steadyTtlMs / 2),
+    double_refreshes: doubleRefreshes(res.loads, o.steadyTtlMs / 2),
     p50: q(latencies, 0.5),
     p99: q(latencies, 0.99),
     p999: q(latencies, 0.999),
-    rps: round2(reqs / (run.wall / 1000)),
-    redis_cmds_per_req: run.cmdsPerReq,
+    rps: round2(reqs / (res.wallMs / 1000)),
+    redis_cmds_per_req: cmdsPerReq,
     store_errors: c.storeErrors,
   };
 }
@@ -97,6 +80,8 @@ export function steady(ctx: ScenarioContext) {
         eachOf(o.steadyPatterns, (pattern) => steadyRow(ctx, app, pattern)),
       ),
     columns: STEADY_COLUMNS,
+    targets: (rows) => steadyTargets(rows, o),
+    targetsAt: 'list',
   });
 }
 
@@ -110,19 +95,14 @@ export const SNOW_COLUMNS = columns<SnowRow>(
 async function snowRow(ctx: ScenarioContext, app: BenchApp, variant: string, p: PatternName) {
   const o = ctx.opts;
   const call = app.caller(p);
-  const keys = Array.from({ length: o.snowKeys }, (_, i) => `snow:${p}:${i}`);
-  await Promise.all(keys.map((key) => call(key))); // written together (a deploy, a warm-up)
-  const written = performance.now();
-  const firstLoad = app.backend.log.length;
-  const c0 = app.counters(p);
-  const random = () => keys[Math.floor(Math.random() * keys.length)];
-  const run = await poissonRun(ctx, call, random, o.snowRate, o.snowDurationMs);
-  const c = diffCounters(app.counters(p), c0);
-  const times = app.backend.log.slice(firstLoad).map((r) => r.at);
-  const worst = maxInWindow(
-    times.sort((a, b) => a - b),
-    o.windowMs,
-  );
+  const keyPrefix = `snow:${p}:`;
+  // Every key written together (a deploy, a warm-up).
+  await Promise.all(Array.from({ length: o.snowKeys }, (_, i) => call(`${keyPrefix}${i}`)));
+  const written = epochNow();
+  const job = poissonJob(p, keyPrefix, o.snowKeys, o.snowRate, o.snowDurationMs);
+  const { res, latencies, cmdsPerReq } = await poissonRun(ctx, app, job);
+  const times = res.loads.map(([, at]) => at).sort((a, b) => a - b);
+  const worst = maxInWindow(times, o.windowMs);
   // Let this variant's keys expire so the next one starts on a quiet Redis.
   await sleep(o.snowTtlMs * (1 + o.jitter) + 50);
   return {
@@ -130,15 +110,15 @@ async function snowRow(ctx: ScenarioContext, app: BenchApp, variant: string, p: 
     keys: o.snowKeys,
     rate: o.snowRate,
     duration_ms: o.snowDurationMs,
-    reqs: run.reqs,
-    db_calls: c.loads,
+    reqs: res.reqs,
+    db_calls: res.counters.loads,
     /** Most loader calls in any window of windowMs (sliding), warm-up excluded, and its start. */
     max_window_calls: worst.count,
     window_ms: o.windowMs,
     max_window_at_ms: Math.round(worst.at - written),
-    p99: q(run.latencies, 0.99),
-    redis_cmds_per_req: run.cmdsPerReq,
-    store_errors: c.storeErrors,
+    p99: q(latencies, 0.99),
+    redis_cmds_per_req: cmdsPerReq,
+    store_errors: res.counters.storeErrors,
   };
 }
 
@@ -155,11 +135,13 @@ export function snowstorm(ctx: ScenarioContext) {
         await snowRow(ctx, app, `@JitterTtl(${o.jitter})`, 'jitter'),
       ]),
     columns: SNOW_COLUMNS,
+    targets: snowstormTargets,
+    targetsAt: 'list',
   });
 }
 
 /** Targets 3 and 4: XFetch under steady load, @JitterTtl against a snowstorm. */
-export function steadyTargets(steady: SteadyRow[], { cpuBurn }: BenchOptions): Target[] {
+function steadyTargets(steady: SteadyRow[], { cpuBurn }: BenchOptions): Target[] {
   const sf = steady.find((r) => r.pattern === 'singleflight');
   const xf = steady.find((r) => r.pattern === 'xfetch');
   if (!sf || !xf) return [];
@@ -179,7 +161,7 @@ export function steadyTargets(steady: SteadyRow[], { cpuBurn }: BenchOptions): T
   ];
 }
 
-export function snowstormTargets(snowstorm: SnowRow[]): Target[] {
+function snowstormTargets(snowstorm: SnowRow[]): Target[] {
   if (snowstorm.length !== 2) return [];
   const [plain, jittered] = snowstorm;
   const cut = 1 - jittered.max_window_calls / plain.max_window_calls;

@@ -18,17 +18,18 @@ import { OTEL_COLUMNS } from '../otel';
 import { SNOW_COLUMNS, STEADY_COLUMNS } from '../steady-snowstorm';
 import { parseArgs } from '../main';
 import { idealLoadsPerRequest, L1_HOTSET_COLUMNS } from '../l1-hotset';
-import { BenchOptions, parseVariant, scenariosOf } from '../options';
+import { parseVariant, scenariosOf } from '../options';
 import { BenchReport, runStampedeBench } from '../stampede-bench';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const ROUNDS = 1;
 
-/** Runs the bench with `options` before the describe's tests; its report and printed text. */
-function smokeRun(options: Partial<BenchOptions>, timeoutMs = 150_000) {
+/** Runs the bench with the flags `argv` before the describe's tests; its report and text. */
+function smokeRun(argv: string, timeoutMs = 150_000) {
   const run = { report: undefined as unknown as BenchReport, out: '' };
   beforeAll(async () => {
     const lines: string[] = [];
+    const { options } = parseArgs(argv.trim().split(/\s+/));
     run.report = await runStampedeBench({ redisUrl: REDIS_URL, ...options }, (l) => lines.push(l));
     run.out = lines.join('\n');
   }, timeoutMs);
@@ -44,34 +45,20 @@ function expectTable(out: string, title: string, columns: Column<never>[]): void
 }
 
 const ids = (report: BenchReport) => new Set(report.targets.map((t) => t.id));
+const names = (rows: { pattern: string }[]) => rows.map((r) => r.pattern);
 
 describe('bench:stampede smoke run', () => {
   const run = smokeRun(
-    {
-      scenario: 'all',
-      concurrency: [10],
-      rounds: ROUNDS,
-      warmup: 1,
-      multiInstances: 2,
-      multiConcurrency: [10],
-      rate: 200,
-      durationMs: 300,
-      steadyTtlMs: 200,
-      snowKeys: 20,
-      snowRate: 200,
-      snowDurationMs: 300,
-      snowTtlMs: 200,
-    },
+    `--scenario all --concurrency 10 --rounds ${ROUNDS} --warmup 1 --multi-instances 2
+     --multi-concurrency 10 --rate 200 --duration 300 --steady-ttl 200 --snow-keys 20
+     --snow-rate 200 --snow-duration 300 --snow-ttl 200`,
     60_000,
   );
 
   it('prints the versions and a table per scenario', () => {
     const { out } = run;
-    expect(out).toMatch(/node v\d+/);
-    expect(out).toMatch(/redis \d+\.\d+/);
-    expect(out).toContain('@nestjs/core');
-    expect(out).toContain('ioredis');
-    expect(out).toMatch(/cpus \d+ x /);
+    for (const re of [/node v\d+/, /redis \d+\.\d+/, /@nestjs\/core/, /ioredis/, /cpus \d+ x /])
+      expect(out).toMatch(re);
     expectTable(out, 'cliff: 1 instance', CLIFF_COLUMNS);
     expect(out).toContain('## cliff: 2 instances');
     expectTable(out, 'steady', STEADY_COLUMNS);
@@ -84,7 +71,7 @@ describe('bench:stampede smoke run', () => {
     const patterns = ['naive', 'singleflight', 'xfetch', 'distlock-poll', 'distlock', 'two-tier'];
     for (const k of [1, 2]) {
       const rows = run.report.cliff.filter((r) => r.instances === k);
-      expect(rows.map((r) => r.pattern).sort()).toEqual(patterns.sort());
+      expect(names(rows).sort()).toEqual(patterns.sort());
       for (const r of rows) {
         expect(r.reqs).toBe(10 * ROUNDS);
         expect(r.store_errors).toBe(0);
@@ -106,7 +93,7 @@ describe('bench:stampede smoke run', () => {
 
   it('measures steady traffic and the snowstorm, and checks targets 1 to 4', () => {
     const { steady, snowstorm } = run.report;
-    expect(steady.map((r) => r.pattern)).toEqual(['singleflight', 'xfetch', 'xfetch-uncoalesced']);
+    expect(names(steady)).toEqual(['singleflight', 'xfetch', 'xfetch-uncoalesced']);
     for (const r of steady) {
       expect(r.reqs).toBeGreaterThan(0);
       expect(r.blocking_misses).toBeLessThanOrEqual(r.reqs);
@@ -130,57 +117,36 @@ describe('bench:stampede smoke run', () => {
 });
 
 describe('bench:stampede smoke run of the resilience scenarios', () => {
-  const run = smokeRun({
-    scenario: 'resilience',
-    backendMs: 20,
-    operationTimeoutMs: 100,
-    cooldownMs: 200,
-    latePatterns: ['singleflight', 'two-tier-xfetch'],
-    latePauseMs: 300,
-    stallPatterns: ['singleflight', 'two-tier'],
-    stallRate: 200,
-    stallKeys: 10,
-    stallTtlMs: 300,
-    stallDurationMs: 900,
-    stallWarmupMs: 100,
-    stallPauseMs: 300,
-    hotsetPatterns: ['singleflight', 'two-tier'],
-    hotsetKeys: 200,
-    hotsetRate: 300,
-    hotsetTtlMs: 300,
-    hotsetBackendMs: 5,
-    hotsetDurationMs: 400,
-    hotsetWarmupMs: 100,
-    hotsetProbeKeys: 20,
-    hotsetHotKeys: 10,
-    fanoutPatterns: ['singleflight', 'two-tier'],
-    fanoutInstances: 2,
-    fanoutKeys: 50,
-    fanoutRate: 200,
-    fanoutTtlMs: 300,
-    fanoutBackendMs: 20,
-    fanoutDurationMs: 400,
-    fanoutWarmupMs: 100,
-    warnPatterns: ['singleflight', 'xfetch'],
-    warnKeys: 10,
-    warnRate: 200,
-    warnTtlMs: 300,
-    warnFailRate: 0.3,
-    warnDurationMs: 500,
+  const two = 'singleflight,two-tier';
+  const run = smokeRun(
+    `--scenario resilience --backend 20 --op-timeout 100 --cooldown 200
+     --late-patterns singleflight,two-tier-xfetch --late-pause 300 --stall-patterns ${two}
+     --stall-rate 200 --stall-keys 10 --stall-ttl 300 --stall-duration 900 --stall-warmup 100
+     --stall-pause 300 --hotset-patterns ${two} --hotset-keys 200 --hotset-rate 300
+     --hotset-ttl 300 --hotset-backend 5 --hotset-duration 400 --hotset-warmup 100
+     --hotset-probe-keys 20 --hotset-hot-keys 10 --fanout-patterns ${two} --fanout-instances 2
+     --fanout-keys 50 --fanout-rate 200 --fanout-ttl 300 --fanout-backend 20
+     --fanout-duration 400 --fanout-warmup 100 --warn-patterns singleflight,xfetch
+     --warn-keys 10 --warn-rate 200 --warn-ttl 300 --warn-fail 0.3 --warn-duration 500`,
+  );
+
+  it.each([
+    ['late-lock', LATE_LOCK_COLUMNS],
+    ['stall', STALL_COLUMNS],
+    ['hotset', HOTSET_COLUMNS],
+    ['fanout', FANOUT_COLUMNS],
+    ['warnings', WARNINGS_COLUMNS],
+  ])('%s: prints its table on a private redis-server', (title, columns) => {
+    expect(run.out).toMatch(/private redis-server \d+\.\d+/);
+    expectTable(run.out, title, columns as Column<never>[]);
   });
 
-  it('prints a table per scenario, each with singleflight beside the library patterns', () => {
+  it('puts singleflight beside the library patterns, and breaks hotset down by command', () => {
     const { out, report } = run;
-    expect(out).toMatch(/private redis-server \d+\.\d+/);
-    expectTable(out, 'late-lock', LATE_LOCK_COLUMNS);
-    expectTable(out, 'stall', STALL_COLUMNS);
-    expectTable(out, 'hotset', HOTSET_COLUMNS);
     expect(out).toMatch(/^command\s+singleflight\s+two-tier$/m); // commandstats breakdown
     expect(out).toMatch(/^per load +[\d.]+ +[\d.]+$/m);
-    expectTable(out, 'fanout', FANOUT_COLUMNS);
-    expectTable(out, 'warnings', WARNINGS_COLUMNS);
     for (const section of [report.lateLock, report.stall, report.hotset, report.warnings])
-      expect(section.map((r) => r.pattern)).toContain('singleflight');
+      expect(names(section)).toContain('singleflight');
   });
 
   it('late-lock: a row per pattern, and the try-lock row of the XFetch + lock pattern', () => {
@@ -196,7 +162,7 @@ describe('bench:stampede smoke run of the resilience scenarios', () => {
   });
 
   it('stall: backend calls per second around the pause and latencies of the paused requests', () => {
-    expect(run.report.stall.map((r) => r.pattern)).toEqual(['singleflight', 'two-tier']);
+    expect(names(run.report.stall)).toEqual(['singleflight', 'two-tier']);
     for (const r of run.report.stall) {
       expect(r.mode).toBe('ALL');
       expect(r.reqs).toBeGreaterThan(0);
@@ -206,14 +172,11 @@ describe('bench:stampede smoke run of the resilience scenarios', () => {
   });
 
   it('hotset: commands per request, per load, per hit, and the breakdown by command', () => {
-    expect(run.report.hotset.map((r) => r.pattern)).toEqual(['singleflight', 'two-tier']);
+    expect(names(run.report.hotset)).toEqual(['singleflight', 'two-tier']);
     for (const r of run.report.hotset) {
-      expect(r.reqs).toBeGreaterThan(0);
-      expect(r.commands.get).toBeGreaterThan(0);
-      expect(r.commands.set).toBeGreaterThan(0);
-      expect(r.cmds).toBeGreaterThan(0);
+      for (const n of [r.reqs, r.commands.get, r.commands.set, r.cmds, r.cmds_per_hit])
+        expect(n).toBeGreaterThan(0);
       expect(Number.isFinite(r.cmds_per_req)).toBe(true);
-      expect(r.cmds_per_hit).toBeGreaterThan(0);
       expect(r.cmds_per_cold_load).toBeGreaterThan(0);
     }
   });
@@ -229,7 +192,7 @@ describe('bench:stampede smoke run of the resilience scenarios', () => {
   });
 
   it('warnings: counts failed loads and the library warning lines', () => {
-    expect(run.report.warnings.map((r) => r.pattern)).toEqual(['singleflight', 'xfetch']);
+    expect(names(run.report.warnings)).toEqual(['singleflight', 'xfetch']);
     for (const r of run.report.warnings) {
       expect(r.reqs).toBeGreaterThan(0);
       expect(r.loader_errors).toBeLessThanOrEqual(r.loads);
@@ -239,61 +202,44 @@ describe('bench:stampede smoke run of the resilience scenarios', () => {
     expect(run.report.warnings[0].warning_lines).toBe(0); // singleflight never recomputes early
   });
 
-  it('checks a target for every resilience scenario, under its table and in the final list', () => {
-    for (const id of ['late-lock', 'stall', 'hotset', 'fanout', 'warnings']) {
+  it.each(['late-lock', 'stall', 'hotset', 'fanout', 'warnings'])(
+    '%s: checks a target, under its table and in the final list',
+    (id) => {
       expect(ids(run.report)).toContain(id);
       expect(run.out.match(new RegExp(`^(MET|NOT MET|N/A) +\\[${id}\\]`, 'gm'))!.length).toBe(
         2 * run.report.targets.filter((t) => t.id === id).length,
       );
-    }
-  });
+    },
+  );
 });
 
 describe('bench:stampede smoke run of the tiers scenarios', () => {
-  const run = smokeRun({
-    scenario: 'tiers',
-    backendMs: 20,
-    operationTimeoutMs: 100,
-    cooldownMs: 200,
-    l1HotsetVariants: ['two-tier-xfetch', 'two-tier-xfetch+l1', 'bento-like'],
-    l1HotsetInstances: 2,
-    l1HotsetKeys: 200,
-    l1HotsetRate: 300,
-    l1HotsetTtlMs: 300,
-    l1HotsetBackendMs: 5,
-    l1HotsetDurationMs: 400,
-    l1HotsetWarmupMs: 100,
-    l1HotsetProbeKeys: 20,
-    l1HotsetHotKeys: 10,
-    graceKeys: 10,
-    graceRate: 200,
-    graceTtlMs: 200,
-    graceDurationMs: 500,
-    graceFailRate: 0.3,
-    graceMs: 5000,
-    graceBackoffMs: 100,
-    l1StallKeys: 10,
-    l1StallRate: 200,
-    l1StallTtlMs: 5000,
-    l1StallDurationMs: 900,
-    l1StallPauseMs: 300,
-  });
+  const variants = 'two-tier-xfetch,two-tier-xfetch+l1,bento-like';
+  const run = smokeRun(
+    `--scenario tiers --backend 20 --op-timeout 100 --cooldown 200
+     --l1-hotset-variants ${variants} --l1-hotset-instances 2
+     --l1-hotset-keys 200 --l1-hotset-rate 300 --l1-hotset-ttl 300 --l1-hotset-backend 5
+     --l1-hotset-duration 400 --l1-hotset-warmup 100 --l1-hotset-probe-keys 20
+     --l1-hotset-hot-keys 10 --grace-keys 10 --grace-rate 200 --grace-ttl 200
+     --grace-duration 500 --grace-fail 0.3 --grace 5000 --grace-backoff 100 --l1-stall-keys 10
+     --l1-stall-rate 200 --l1-stall-ttl 5000 --l1-stall-duration 900 --l1-stall-pause 300`,
+  );
 
-  it('prints a table per scenario, the variant without L1 beside the one with it', () => {
-    const { out } = run;
-    expectTable(out, 'l1-hotset', L1_HOTSET_COLUMNS);
-    expect(out).toMatch(/^command\s+two-tier-xfetch\s+two-tier-xfetch\+l1\s+bento-like$/m);
-    expectTable(out, 'grace-failing', GRACE_COLUMNS);
-    expectTable(out, 'l1-stall', L1_STALL_COLUMNS);
+  it.each([
+    ['l1-hotset', L1_HOTSET_COLUMNS],
+    ['grace-failing', GRACE_COLUMNS],
+    ['l1-stall', L1_STALL_COLUMNS],
+  ])('%s: prints its table and checks a target', (title, columns) => {
+    expectTable(run.out, title, columns as Column<never>[]);
+    expect(ids(run.report)).toContain(title);
+    expect(run.out).toMatch(new RegExp(`^(MET|NOT MET) +\\[${title}\\]`, 'm'));
   });
 
   it('l1-hotset: commands per request, its floor, loads per key per TTL, hits measured in the caller', () => {
     const rows = run.report.l1Hotset;
-    expect(rows.map((r) => r.variant)).toEqual([
-      'two-tier-xfetch',
-      'two-tier-xfetch+l1',
-      'bento-like',
-    ]);
+    // The breakdown by command: the variant without L1 beside the one with it.
+    expect(run.out).toMatch(/^command\s+two-tier-xfetch\s+two-tier-xfetch\+l1\s+bento-like$/m);
+    expect(rows.map((r) => r.variant)).toEqual(variants.split(','));
     for (const r of rows) {
       expect(r.instances).toBe(2);
       expect(r.reqs).toBeGreaterThan(0);
@@ -330,54 +276,31 @@ describe('bench:stampede smoke run of the tiers scenarios', () => {
     expect(rows[0].l1_hits).toBe(0);
     expect(rows[1].l1_hits).toBeGreaterThan(0);
   });
-
-  it('checks a target for every tiers scenario', () => {
-    for (const id of ['l1-hotset', 'grace-failing', 'l1-stall']) {
-      expect(ids(run.report)).toContain(id);
-      expect(run.out).toMatch(new RegExp(`^(MET|NOT MET) +\\[${id}\\]`, 'm'));
-    }
-  });
 });
 
 describe('bench:stampede smoke run of the otel and batch scenarios', () => {
-  const run = smokeRun({
-    scenario: 'otel,batch',
-    otelVariants: ['api', 'sdk'],
-    otelKeys: 50,
-    otelConcurrency: 8,
-    otelWarmupMs: 100,
-    otelDurationMs: 200,
-    otelSliceMs: 100,
-    otelRounds: 1,
-    batchRounds: 1,
-  });
+  const run = smokeRun(
+    `--scenario otel,batch --otel api,sdk --otel-keys 50 --otel-concurrency 8 --otel-warmup 100
+     --otel-duration 200 --otel-slice 100 --otel-rounds 1 --batch-rounds 1`,
+  );
 
   it('otel: each variant beside telemetry off, on both tiers, and the budgets', () => {
     const { report, out } = run;
     expectTable(out, 'otel', OTEL_COLUMNS);
-    expect(report.otel.map((r) => `${r.variant}/${r.tier}`)).toEqual([
-      'api/store',
-      'api/l1',
-      'sdk/store',
-      'sdk/l1',
-    ]);
+    const cells = ['api/store', 'api/l1', 'sdk/store', 'sdk/l1'];
+    expect(report.otel.map((r) => `${r.variant}/${r.tier}`)).toEqual(cells);
     for (const row of report.otel) expect(row.off_per_s > 0 && row.on_per_s > 0).toBe(true);
     expect(out).toMatch(/stampede_\* lines/);
-    expect(report.targets.map((t) => t.id)).toEqual([
-      'otel-api-store',
-      'otel-api-l1',
-      'otel-sdk-store',
-      'otel-sdk-l1',
-    ]);
+    const otelIds = cells.map((c) => `otel-${c.replace('/', '-')}`);
+    expect(report.targets.map((t) => t.id)).toEqual(otelIds);
   });
 
   it('batch: each flow on 1 and 2 instances, and its target under the table', () => {
     const { report, out } = run;
     expectTable(out, 'batch', BATCH_COLUMNS);
+    const flows = ['per-key loop', 'per-key, together', 'getOrLoadMany'];
     expect(report.batch.map((r) => `${r.flow}/${r.instances}`)).toEqual(
-      [1, 2].flatMap((k) =>
-        ['per-key loop', 'per-key, together', 'getOrLoadMany'].map((f) => `${f}/${k}`),
-      ),
+      [1, 2].flatMap((k) => flows.map((f) => `${f}/${k}`)),
     );
     for (const r of report.batch) expect(r.keys_loaded).toBeGreaterThanOrEqual(50);
     expect(out).toMatch(/^(MET|NOT MET) +\[batch\]/m);
@@ -385,18 +308,20 @@ describe('bench:stampede smoke run of the otel and batch scenarios', () => {
 });
 
 describe('bench:stampede options', () => {
+  const options = (argv: string) => parseArgs(argv.split(' ')).options;
+
   it('takes --otel variants and tiers (and --otel alone means the otel scenario)', () => {
-    expect(parseArgs(['--otel', 'none,api,sdk-metrics']).options).toMatchObject({
+    expect(options('--otel none,api,sdk-metrics')).toMatchObject({
       scenario: 'otel',
       otelVariants: ['none', 'api', 'sdk-metrics'],
     });
-    expect(parseArgs(['--otel-tiers', 'l1']).options).toMatchObject({ otelTiers: ['l1'] });
+    expect(options('--otel-tiers l1')).toMatchObject({ otelTiers: ['l1'] });
   });
 
   it('maps each flag to its option', () => {
     const argv =
       '--op-timeout 7 --warn-fail 0.5 --snow-duration 9 --l1-hotset-keys 3 --patterns naive';
-    expect(parseArgs([...argv.split(' '), '--concurrency', '1,2']).options).toEqual({
+    expect(options(`${argv} --concurrency 1,2`)).toEqual({
       operationTimeoutMs: 7,
       warnFailRate: 0.5,
       snowDurationMs: 9,
@@ -404,27 +329,20 @@ describe('bench:stampede options', () => {
       cliffPatterns: ['naive'],
       concurrency: [1, 2],
     });
-    expect(parseArgs(['--instances', '3', '--scenario', 'hotset']).options).toMatchObject({
-      hotsetInstances: 3,
-    });
-    expect(() => parseArgs(['--concurrency', '1.5'])).toThrow(/positive integers/);
+    expect(options('--instances 3 --scenario hotset')).toMatchObject({ hotsetInstances: 3 });
+    expect(() => options('--concurrency 1.5')).toThrow(/positive integers/);
   });
 
   it('expands scenario groups and lists', () => {
     expect(scenariosOf('all')).toEqual(['cliff', 'steady', 'snowstorm']);
-    expect(scenariosOf('resilience')).toEqual([
-      'late-lock',
-      'stall',
-      'hotset',
-      'fanout',
-      'warnings',
-    ]);
+    const resilience = ['late-lock', 'stall', 'hotset', 'fanout', 'warnings'];
+    expect(scenariosOf('resilience')).toEqual(resilience);
     expect(scenariosOf('warnings,steady')).toEqual(['steady', 'warnings']);
     expect(scenariosOf('tiers')).toEqual(['l1-hotset', 'grace-failing', 'l1-stall']);
   });
 
   it('takes the tiers variants: a pattern, or pattern+l1 for a library pattern', () => {
-    expect(parseArgs(['--l1-stall-variants', 'two-tier,two-tier+l1']).options).toMatchObject({
+    expect(options('--l1-stall-variants two-tier,two-tier+l1')).toMatchObject({
       l1StallVariants: ['two-tier', 'two-tier+l1'],
     });
     expect(parseVariant('two-tier-xfetch+l1')).toEqual({
@@ -442,14 +360,11 @@ describe('bench:stampede options', () => {
   });
 
   it('takes --cpu-burn with or without a count', () => {
-    expect(parseArgs(['--cpu-burn']).options.cpuBurn).toBe(1);
-    expect(parseArgs(['--cpu-burn=2']).options.cpuBurn).toBe(2);
-    for (const n of ['3', undefined]) {
-      const argv = ['--cpu-burn', ...(n ? [n] : []), '--scenario', 'steady'];
-      expect(parseArgs(argv).options).toMatchObject({
-        cpuBurn: Number(n ?? 1),
-        scenario: 'steady',
-      });
+    expect(options('--cpu-burn').cpuBurn).toBe(1);
+    expect(options('--cpu-burn=2').cpuBurn).toBe(2);
+    for (const n of ['3 ', '']) {
+      const expected = { cpuBurn: Number(n || 1), scenario: 'steady' };
+      expect(options(`--cpu-burn ${n}--scenario steady`)).toMatchObject(expected);
     }
   });
 
