@@ -30,7 +30,6 @@ import {
   callContext,
   counters,
   lockKey,
-  LibraryPattern,
   LOCAL_PATTERNS,
   PatternCounters,
   PatternName,
@@ -75,36 +74,11 @@ interface LocalEnvelope {
   e: number;
 }
 
-/** The library patterns' decorators, in the order they would be written on the method. */
-function libraryDecorators(cfg: BenchConfig): Record<LibraryPattern, MethodDecorator[]> {
+/** The Nest module of one configuration (TTLs are decorator arguments, fixed per class). */
+function buildBenchModule(cfg: BenchConfig) {
   const key = (k: string) => k;
   const ttl = cfg.ttlMs;
   const lock = { ttl: cfg.lockTtlMs, poll: cfg.pollMs };
-  const cached = () => Cacheable({ key, ttl });
-  return {
-    // The unprotected baseline: single-flight, the default of a cached method, turned off.
-    naive: [Cacheable({ key, ttl, singleFlight: false })],
-    singleflight: [cached(), SingleFlight()],
-    xfetch: [cached(), SingleFlight(), XFetch(cfg.beta)],
-    // The lock alone, as the article measures it (no in-process single-flight).
-    distlock: [Cacheable({ key, ttl, singleFlight: false }), DistLock(lock)],
-    'two-tier': [cached(), SingleFlight(), DistLock(lock)],
-    'two-tier-xfetch': [cached(), SingleFlight(), XFetch(cfg.beta), DistLock(lock)],
-    'two-tier-grace': [
-      Cacheable({ key, ttl, grace: cfg.graceMs ?? 10_000, graceBackoff: cfg.graceBackoffMs }),
-      SingleFlight(),
-      DistLock(lock),
-    ],
-    jitter: [cached(), SingleFlight(), JitterTtl(cfg.jitter)],
-  };
-}
-
-/**
- * The Nest module of one configuration (TTLs are decorator arguments, fixed per class). Each
- * library pattern is a method `(k) => backend.load(pattern, k)` with its decorators.
- */
-function buildBenchModule(cfg: BenchConfig) {
-  const ttl = cfg.ttlMs;
   const backend = new Backend(cfg);
 
   @Injectable()
@@ -115,6 +89,61 @@ function buildBenchModule(cfg: BenchConfig) {
     readonly redis = new Redis(cfg.redisUrl, { lazyConnect: false });
     /** bento-like's in-process tier: key -> envelope text and expiry; Map order = LRU order. */
     readonly bento = new Map<string, { raw: string; e: number }>();
+
+    // The unprotected baseline: single-flight, the default of a cached method, turned off.
+    @Cacheable({ key, ttl, singleFlight: false })
+    async naive(k: string): Promise<string> {
+      return backend.load('naive', k);
+    }
+
+    @Cacheable({ key, ttl })
+    @SingleFlight()
+    async singleflight(k: string): Promise<string> {
+      return backend.load('singleflight', k);
+    }
+
+    @Cacheable({ key, ttl })
+    @SingleFlight()
+    @XFetch(cfg.beta)
+    async xfetch(k: string): Promise<string> {
+      return backend.load('xfetch', k);
+    }
+
+    // The lock alone, as the article measures it (no in-process single-flight).
+    @Cacheable({ key, ttl, singleFlight: false })
+    @DistLock(lock)
+    async distlock(k: string): Promise<string> {
+      return backend.load('distlock', k);
+    }
+
+    @Cacheable({ key, ttl })
+    @SingleFlight()
+    @DistLock(lock)
+    async 'two-tier'(k: string): Promise<string> {
+      return backend.load('two-tier', k);
+    }
+
+    @Cacheable({ key, ttl })
+    @SingleFlight()
+    @XFetch(cfg.beta)
+    @DistLock(lock)
+    async 'two-tier-xfetch'(k: string): Promise<string> {
+      return backend.load('two-tier-xfetch', k);
+    }
+
+    @Cacheable({ key, ttl, grace: cfg.graceMs ?? 10_000, graceBackoff: cfg.graceBackoffMs })
+    @SingleFlight()
+    @DistLock(lock)
+    async 'two-tier-grace'(k: string): Promise<string> {
+      return backend.load('two-tier-grace', k);
+    }
+
+    @Cacheable({ key, ttl })
+    @SingleFlight()
+    @JitterTtl(cfg.jitter)
+    async jitter(k: string): Promise<string> {
+      return backend.load('jitter', k);
+    }
 
     /**
      * The article's distributed lock, as written there (bench-local, NOT the library): GET; on a
@@ -240,16 +269,9 @@ function buildBenchModule(cfg: BenchConfig) {
   })
   class BenchModule {}
 
-  const proto = BenchPatterns.prototype;
-  for (const [name, decorators] of Object.entries(libraryDecorators(cfg))) {
-    const value = (k: string) => backend.load(name as PatternName, k);
-    const desc = { value, writable: true, configurable: true, enumerable: false };
-    Object.defineProperty(proto, name, Reflect.decorate(decorators, proto, name, desc));
-  }
   return { BenchModule, BenchPatterns };
 }
 
-type Caller = (key: string) => Promise<string>;
 type Patterns = InstanceType<ReturnType<typeof buildBenchModule>['BenchPatterns']>;
 
 /** One process's application context and a uniform way to call and observe each pattern. */
@@ -287,9 +309,8 @@ export class BenchApp {
     return this.patterns.backend;
   }
 
-  caller(pattern: PatternName): Caller {
-    const patterns = this.patterns as unknown as Record<PatternName, Caller>;
-    return (k) => patterns[pattern](k);
+  caller(pattern: PatternName): (key: string) => Promise<string> {
+    return (k) => this.patterns[pattern](k);
   }
 
   counters(pattern: PatternName): PatternCounters {
