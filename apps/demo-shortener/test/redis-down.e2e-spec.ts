@@ -98,8 +98,9 @@ describe('shortener: Redis killed and restarted', () => {
     expect(recovered).toBe(true);
 
     // Caching resumed: redirects stop reaching the database. The restarted Redis lost the
-    // versions of the tags every value is stamped with (the prefix's, see clear()); a value
-    // loaded before the app has set them again is loaded once more, so allow a few rounds.
+    // versions of the tags every value is stamped with (the prefix's, see clear()); a redirect
+    // answered while the connections were still coming back may have left no value, so allow a
+    // few rounds.
     const cachedAgain = await waitFor(async () => {
       await http.get(`/${code}`).expect(302);
       const start = await dbLookups(app);

@@ -5,8 +5,9 @@ import { LruCache } from '@nest-redis-resilience/common';
  * (in the store, where every instance sees it, and in a broadcast); a value is stamped with the
  * versions of its tags when its load starts, and is valid while none of them has moved on.
  * Reading stays free of Redis commands: a tag's version is fetched once, then kept current by
- * the broadcasts (and fetched again after the subscriber reconnects). While the broadcasts are
- * missed (the subscriber is down), a version is trusted for a bound only (see `missing`).
+ * the broadcasts (and fetched again after a connection to the store comes back). While the
+ * broadcasts are missed (the subscriber is down), a version is trusted for a bound only (see
+ * `missing`).
  *
  * Versions only grow, and must keep growing when the stored versions are lost (a Redis restart
  * without persistence, a DEL, an eviction; a restart of this process with a cache that outlives

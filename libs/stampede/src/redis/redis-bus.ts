@@ -27,6 +27,7 @@ export class RedisBus {
 
   constructor(
     private readonly subscriber: RedisClient,
+    client: RedisClient,
     private readonly keys: StampedeKeys,
     private readonly clock: Clock,
     /** Called when the subscriber connection closes (waiters for fills must poll). */
@@ -57,6 +58,14 @@ export class RedisBus {
         },
         () => undefined,
       );
+    });
+    // The command connection back after a loss may find a Redis that lost its data (a restart
+    // without persistence) while the subscriber is still away: the listeners start afresh now
+    // too, so that values loaded meanwhile are stamped with the tag versions Redis has.
+    let clientConnectedBefore = client.status === 'ready';
+    client.on('ready', () => {
+      if (clientConnectedBefore && !this.closed) for (const l of this.listeners) l.reset();
+      clientConnectedBefore = true;
     });
     // Also connects a subscriber made with lazyConnect (a duplicate of such a client).
     subscriber.subscribe(keys.bus).catch(() => undefined);

@@ -86,7 +86,9 @@ export class RedisStore implements StampedeStore {
       this.guard.bound(p, 'SUBSCRIBE'),
     );
     // A lost subscription would strand waiters until their lock expires: wake them so they poll.
-    this.bus = new RedisBus(this.subscriber, this.keys, clock, () => this.channels.notifyAll());
+    this.bus = new RedisBus(this.subscriber, client, this.keys, clock, () =>
+      this.channels.notifyAll(),
+    );
     this.invalidations = new RedisInvalidations(
       client,
       this.keys,
