@@ -1,6 +1,7 @@
 /**
- * Heap bytes allocated per call of the library's flow, by kind of call: an L1 hit, a Redis hit
- * and a load (a miss that takes the lock, loads and fills). Each kind runs `--calls` sequential
+ * Heap bytes allocated per call of the library's flow, by kind of call: an L1 hit (a decoded
+ * copy, and with `l1.shared` the one shared copy), a Redis hit and a load (a miss that takes the
+ * lock, loads and fills). Each kind runs `--calls` sequential
  * calls between two forced GCs with a young generation large enough that no GC runs in between
  * (checked: a run with a GC is reported as such), so the growth of the heap is what the calls
  * allocated (the objects they keep, such as the values in L1 and Redis' reply buffers, included).
@@ -83,12 +84,12 @@ async function main(): Promise<void> {
   const rows: Awaited<ReturnType<typeof measure>>[] = [];
   const value = { id: 42, name: 'a value of about a hundred bytes once encoded', ok: true };
   const loader = async () => value;
-  for (const l1 of [false, true]) {
+  for (const l1 of [false, true, 'shared'] as const) {
     const store = new RedisStore(REDIS_URL, { keyPrefix: `${prefix}${l1 ? 'l1' : 'r'}:` });
     await store.waitUntilReady(5000);
     const engine = new StampedeEngine({
       store,
-      l1: l1 ? { maxEntries: 1_000_000, maxBytes: 1e9 } : undefined,
+      l1: l1 ? { maxEntries: 1_000_000, maxBytes: 1e9, shared: l1 === 'shared' } : undefined,
       lastKnown: { maxEntries: 1_000_000, maxBytes: 1e9 },
     });
     // The README's full setup (two-tier-xfetch), with a TTL no run reaches.
@@ -100,9 +101,12 @@ async function main(): Promise<void> {
     const name = 'Bench.item';
     await engine.getOrLoad('hot', loader, policy, name);
     rows.push(
-      await measure(l1 ? 'L1 hit' : 'Redis hit', async () => {
-        for (let i = 0; i < CALLS; i++) await engine.getOrLoad('hot', loader, policy, name);
-      }),
+      await measure(
+        l1 ? `L1 hit${l1 === 'shared' ? ' (l1.shared)' : ''}` : 'Redis hit',
+        async () => {
+          for (let i = 0; i < CALLS; i++) await engine.getOrLoad('hot', loader, policy, name);
+        },
+      ),
     );
     if (!l1) {
       rows.push(

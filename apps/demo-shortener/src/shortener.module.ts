@@ -38,7 +38,8 @@ export class ShortenerModule {
           useFactory: (cache: CacheConfig, repo: UrlRepository, redis?: string | Cluster) => ({
             // Without the cache the module still runs (in-memory store), but nothing calls it.
             redis,
-            l1: cache.l1Entries > 0 ? { maxEntries: cache.l1Entries } : undefined,
+            // Shared: the app only reads the records it gets, so an L1 hit decodes nothing.
+            l1: cache.l1Entries > 0 ? { maxEntries: cache.l1Entries, shared: true } : undefined,
             keyPrefix: cacheKeyPrefix(cache.keyPrefix, repo.databaseId),
             defaultTtl: cache.ttlMs,
             operationTimeout: cache.operationTimeoutMs,

@@ -110,6 +110,31 @@ describe('L1 tier and tags (a redis-server of this test)', () => {
     expect(await commandCalls(admin)).toBe(10);
   });
 
+  it('L1 hits decode a copy each by default; with l1.shared they return one frozen copy', async () => {
+    const copies = await start({ keyPrefix: 'tiers-copies:' });
+    const first = await copies.profiles.profile('c');
+    const [hit1, hit2] = [await copies.profiles.profile('c'), await copies.profiles.profile('c')];
+    expect(hit1).toEqual(first);
+    expect(hit1).not.toBe(hit2);
+    hit1.load = -1; // a caller's change reaches nobody else
+    expect((await copies.profiles.profile('c')).load).toBe(first.load);
+
+    const shared = await start({ keyPrefix: 'tiers-shared:', l1: { shared: true } });
+    const loaded = await shared.profiles.profile('c');
+    const [one, two] = [await shared.profiles.profile('c'), await shared.profiles.profile('c')];
+    expect(one).toBe(two);
+    expect(one).toEqual(loaded);
+    expect(one.seen).toBeInstanceOf(Date); // decoded by the module's serializer, once
+    expect(Object.isFrozen(one)).toBe(true);
+    expect(() => {
+      one.load = -1;
+    }).toThrow(TypeError);
+    expect(shared.stampede.metrics()['ProfileService.profile']).toMatchObject({
+      l1Hits: 2,
+      loads: 1,
+    });
+  });
+
   it('an invalidate on one instance reaches the L1 of the others', async () => {
     const trio = await Promise.all([1, 2, 3].map(() => start({ keyPrefix: 'tiers-inv:' })));
     const loadsOf = () => trio.reduce((n, t) => n + t.profiles.loads, 0);

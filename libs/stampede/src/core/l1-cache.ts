@@ -12,11 +12,18 @@ export interface L1Limits {
    * invalidation-bus.ts, which also applies it to tag versions without L1).
    */
   maxStaleMs?: number;
+  /**
+   * Hits return one decoded copy of the value, deep-frozen and shared by every caller, instead of
+   * decoding a fresh copy each (see L1Cache). Default false.
+   */
+  shared?: boolean;
 }
 
 interface Entry {
   /** The value's own text (not the envelope's: a hit decodes only what it returns). */
-  text: string;
+  text?: string;
+  /** With `shared`: the value, decoded once and frozen. */
+  value?: unknown;
   /** The envelope's load time (XFetch's delta). */
   d: number;
   /** The envelope's expiry: fresh before it. */
@@ -33,16 +40,20 @@ interface Entry {
 /**
  * An LRU of encoded values with their envelopes' fields, bounded by entries and by size: the
  * in-process tier (L1), and the in-memory store's values. Values are kept as text and decoded on
- * each hit, so callers never share a mutable object.
+ * each hit, so callers never share a mutable object. With `shared`, a value is decoded once when
+ * it is kept, frozen (plain objects and arrays, deeply), and that one copy is returned on every
+ * hit: no decoding and no garbage per hit, for callers that do not change what they get.
  */
 export class L1Cache {
   private readonly entries: SizedLru<Entry>;
+  private readonly shared: boolean;
 
   constructor(
     private readonly codec: EnvelopeCodec,
     limits: L1Limits,
   ) {
     this.entries = new SizedLru(limits.maxEntries, limits.maxBytes);
+    this.shared = limits.shared === true;
   }
 
   /**
@@ -58,11 +69,14 @@ export class L1Cache {
     }
     if (verifiedAfter !== undefined && entry.verifiedAt <= verifiedAfter) return undefined;
     let v: T;
-    try {
-      v = this.codec.decodeValue<T>(entry.text);
-    } catch {
-      this.entries.delete(key); // the serializer cannot read its own text: a miss
-      return undefined;
+    if (entry.text === undefined) v = entry.value as T;
+    else {
+      try {
+        v = this.codec.decodeValue<T>(entry.text);
+      } catch {
+        this.entries.delete(key); // the serializer cannot read its own text: a miss
+        return undefined;
+      }
     }
     const envelope: Envelope<T> = { v, d: entry.d, e: entry.e };
     if (entry.tags) envelope.t = entry.tags;
@@ -73,8 +87,19 @@ export class L1Cache {
   /** Keeps `envelope` (stored or read from the store at `now`) until `keepUntil`. */
   set(key: string, envelope: Envelope, keepUntil: number, now: number): void {
     const text = this.codec.encodeValue(envelope.v);
+    let value: unknown;
+    if (this.shared) {
+      // Decoded from its text, so that a hit returns what a store hit would (a Date as its string).
+      try {
+        value = deepFreeze(this.codec.decodeValue(text));
+      } catch {
+        this.entries.delete(key); // the serializer cannot read its own text: not kept
+        return;
+      }
+    }
     const entry: Entry = {
-      text,
+      text: this.shared ? undefined : text,
+      value,
       d: envelope.d,
       e: envelope.e,
       keepUntil,
@@ -112,4 +137,14 @@ export class L1Cache {
   get stats(): { entries: number; bytes: number } {
     return this.entries.stats;
   }
+}
+
+/** Freezes `value` and the plain objects and arrays it holds; returns it. */
+function deepFreeze<T>(value: T): T {
+  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return value;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  if (!Array.isArray(value) && proto !== Object.prototype && proto !== null) return value;
+  Object.freeze(value);
+  for (const item of Object.values(value)) deepFreeze(item);
+  return value;
 }

@@ -39,7 +39,7 @@ describe('validateStampedeOptions', () => {
         operationTimeout: 500,
         cooldown: 1000,
         connectTimeout: 2000,
-        l1: { maxEntries: 10, maxBytes: 1000, maxStaleMs: 100 },
+        l1: { maxEntries: 10, maxBytes: 1000, maxStaleMs: 100, shared: true },
         lastKnown: { maxEntries: 10 },
         serializer: { serialize: JSON.stringify, deserialize: JSON.parse },
         telemetry: { metrics: false, tracing: false },
@@ -67,9 +67,14 @@ describe('validateStampedeOptions', () => {
       'StampedeModule: l1.maxEntries must be a positive integer, got 1.5',
     ],
     [
+      'l1.shared',
+      { l1: { shared: 'yes' as unknown as boolean } },
+      'StampedeModule: l1.shared must be a boolean, got yes',
+    ],
+    [
       'l1 as an array',
       { l1: [] },
-      'StampedeModule: l1 must be a boolean or an object: { maxEntries?, maxBytes?, maxStaleMs? }',
+      'StampedeModule: l1 must be a boolean or an object: { maxEntries?, maxBytes?, maxStaleMs?, shared? }',
     ],
     [
       'memory',

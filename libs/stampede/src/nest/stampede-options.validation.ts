@@ -64,7 +64,9 @@ export function validateStampedeOptions(options: StampedeModuleOptions): void {
     const bounds: unknown = options[option];
     if (bounds === undefined || (option === 'l1' && typeof bounds === 'boolean')) continue;
     const known =
-      option === 'l1' ? ['maxEntries', 'maxBytes', 'maxStaleMs'] : ['maxEntries', 'maxBytes'];
+      option === 'l1'
+        ? ['maxEntries', 'maxBytes', 'maxStaleMs', 'shared']
+        : ['maxEntries', 'maxBytes'];
     checkPlainObject(
       option,
       bounds,
@@ -77,7 +79,8 @@ export function validateStampedeOptions(options: StampedeModuleOptions): void {
           `StampedeModule: unknown ${option} option ${name}; known: ${known.join(', ')}`,
         );
       }
-      checkPositiveInteger(`${option}.${name}`, value, failValue);
+      if (name === 'shared') checkBoolean(`${option}.${name}`, value, failValue);
+      else checkPositiveInteger(`${option}.${name}`, value, failValue);
     }
   }
   if (

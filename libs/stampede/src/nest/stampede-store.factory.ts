@@ -61,5 +61,6 @@ export function l1Limits(option: StampedeModuleOptions['l1']): L1Limits | undefi
     maxEntries: limits.maxEntries ?? DEFAULT_L1_ENTRIES,
     maxBytes: limits.maxBytes ?? DEFAULT_L1_BYTES,
     maxStaleMs: limits.maxStaleMs ?? DEFAULT_MAX_STALE_MS,
+    shared: limits.shared ?? false,
   };
 }

@@ -32,9 +32,12 @@ export interface StampedeModuleOptions {
    * messages (`invalidate`, `invalidateTags`); while they cannot be received (the subscriber is
    * disconnected), a value is served from L1 for at most `maxStaleMs` (default 5000) before it
    * is read from Redis again; the same bound applies to the tag versions known here (without L1,
-   * the default 5000). Default: none.
+   * the default 5000). A hit decodes a fresh copy of the value, unless `shared`: then every hit
+   * returns one copy, decoded when the value is kept and deep-frozen (plain objects and arrays),
+   * which saves the decoding and the garbage of each hit; for callers that never change what
+   * they get. Default: none.
    */
-  l1?: boolean | { maxEntries?: number; maxBytes?: number; maxStaleMs?: number };
+  l1?: boolean | { maxEntries?: number; maxBytes?: number; maxStaleMs?: number; shared?: boolean };
   /**
    * Without L1: the values this process read or loaded, kept to answer calls while a
    * distributed store is unreachable. Default 10,000 entries and 16 MB of encoded values.
