@@ -7,6 +7,8 @@
  *            shortener's route does; no guards, interceptors, pipes, filters, middleware or metrics.
  * BARE_SERVER_OPTIONS=app: the shortener's Fastify server options (its default timeouts,
  * keep-alive, body limit, router and error options) instead of Fastify's defaults.
+ * BARE_DEFER=immediate (nest): the route answers after a setImmediate, in a later turn of the
+ * event loop, as a server waiting on Redis does; what answering in batches saves.
  */
 import type { FastifyReply } from 'fastify';
 import { parseShortenerEnv } from '../../apps/demo-shortener/src/config';
@@ -18,6 +20,7 @@ const host = env.HOST ?? '127.0.0.1';
 const targets = new Map(
   Object.entries(JSON.parse(env.BARE_TARGETS ?? '{}') as Record<string, string>),
 );
+const defer = env.BARE_DEFER === 'immediate';
 const serverOptions =
   env.BARE_SERVER_OPTIONS === 'app' ? fastifyOptions(parseShortenerEnv({}).http) : {};
 
@@ -47,11 +50,17 @@ async function nest(): Promise<void> {
     }
 
     @Get(':code')
-    redirect(@Param('code') code: string, @Res() reply: FastifyReply): void {
-      const url = targets.get(code);
-      if (url === undefined) throw new NotFoundException();
-      void reply.redirect(url, 302);
+    redirect(@Param('code') code: string, @Res() reply: FastifyReply): void | Promise<void> {
+      if (defer)
+        return new Promise((next) => setImmediate(next)).then(() => redirectTo(code, reply));
+      redirectTo(code, reply);
     }
+  }
+
+  function redirectTo(code: string, reply: FastifyReply): void {
+    const url = targets.get(code);
+    if (url === undefined) throw new NotFoundException();
+    void reply.redirect(url, 302);
   }
 
   @Module({ controllers: [RedirectController] })

@@ -146,6 +146,11 @@ export async function runShortenerBench(o: ShortenerBenchOptions) {
           name: `${BARE_NEST}, app's options`,
           start: bare('nest', { BARE_SERVER_OPTIONS: 'app' }),
         },
+        // The same route answering in a later turn, as a server waiting on Redis does.
+        {
+          name: `${BARE_NEST}, after setImmediate`,
+          start: bare('nest', { BARE_DEFER: 'immediate' }),
+        },
         {
           name: HIT_PATH_TARGET_ROW,
           startFirst: true,
