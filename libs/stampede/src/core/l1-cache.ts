@@ -42,7 +42,7 @@ interface Entry {
  * in-process tier (L1), and the in-memory store's values. Values are kept as text and decoded on
  * each hit, so callers never share a mutable object. With `shared`, a value is decoded once when
  * it is kept, frozen (plain objects and arrays, deeply), and that one copy is returned on every
- * hit: no decoding and no garbage per hit, for callers that do not change what they get.
+ * hit: no decoding per hit, for callers that do not change what they get.
  */
 export class L1Cache {
   private readonly entries: SizedLru<Entry>;
