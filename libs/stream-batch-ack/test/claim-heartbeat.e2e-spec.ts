@@ -27,7 +27,11 @@ const HANGS = `${prefix}hangs`;
 const EFFECTS = `${prefix}effects`;
 const GROUP = 'g';
 const HANDLER_MS = 3500;
-const MIN_IDLE_MS = 1000;
+/**
+ * The heartbeat runs every third of it, so a stall of the test's process longer than two thirds
+ * of it (1.7 s) lets the other consumer take an entry over; a busy machine stalls for 1 s.
+ */
+const MIN_IDLE_MS = 2500;
 
 /** Every delivery a handler saw: which consumer, which entry, its delivery count. */
 const runs: { stream: string; id: string; consumer: string; deliveries: number }[] = [];
@@ -62,7 +66,7 @@ class SlowController {
   @StreamEventPattern(TAKEN)
   async taken(@Payload() _data: { n: number }, @Ctx() ctx: RedisStreamsContext) {
     runs.push({ stream: TAKEN, id: ctx.id, consumer: ctx.consumer, deliveries: ctx.deliveries });
-    await sleep(HANDLER_MS);
+    await sleep(3 * MIN_IDLE_MS); // past the test's checks: its XACK would drop the entry
   }
 
   @StreamEventPattern(HANGS)
@@ -101,8 +105,8 @@ describe('claim heartbeat: a live consumer keeps its entries while their handler
       const { app } = await startMicroservice(
         { controllers: [SlowController] },
         options(consumer, {
-          // QUEUED's acks leave after 4 s: the ids wait in the batcher for 4 x claim.minIdleMs.
-          ack: { batchSize: 10_000, intervalMs: 4000 },
+          // QUEUED's acks leave after 2 x claim.minIdleMs, which the ids spend in the batcher.
+          ack: { batchSize: 10_000, intervalMs: 2 * MIN_IDLE_MS },
         }),
       );
       apps.push(app);
