@@ -133,59 +133,76 @@ describe('tag invalidation after the tag versions are lost (a redis-server of th
     });
   });
 
+  /**
+   * A restart without persistence where the command connection is back before the subscriber:
+   * the prefix's version (which clear() moves on) is gone from Redis while this process still
+   * knows the old one.
+   */
+  const reconnects = async (own: ThrowawayRedis, admin: Redis, l1: boolean) => {
+    const keyPrefix = 'tag-reconnect:';
+    const { stampede } = await start('instance', { redis: own.url, keyPrefix, l1 });
+    const store = stampede.store as RedisStore;
+    const loads = new Map<string, number>();
+    const load = (key: string) =>
+      stampede.getOrLoad(
+        key,
+        async () => {
+          loads.set(key, (loads.get(key) ?? 0) + 1);
+          return key;
+        },
+        { ttl: 60_000 },
+      );
+    const connectionId = async (of: 'command' | 'subscriber') => {
+      const id = of === 'command' ? String(await store.client.client('ID')) : undefined;
+      const line = ((await admin.client('LIST')) as string)
+        .split('\n')
+        .find((l) => (id ? l.startsWith(`id=${id} `) : / sub=1 /.test(l)));
+      return /^id=(\d+)/.exec(line ?? '')?.[1];
+    };
+    await load('before');
+    const subscriberId = await connectionId('subscriber');
+    expect(subscriberId).toBeDefined();
+
+    await admin.del(`${keyPrefix}__tag:{}`, `${keyPrefix}{before}`);
+    await admin.client('KILL', 'ID', (await connectionId('command'))!);
+    await waitFor(
+      'the command connection is back',
+      async () => (await store.client.ping().catch(() => '')) === 'PONG',
+      10_000,
+    );
+    expect(await load('after')).toBe('after');
+    expect(loads.get('after')).toBe(1);
+
+    // The subscriber comes back later: this process reads the versions again.
+    await admin.client('KILL', 'ID', subscriberId!);
+    await waitFor(
+      'the subscriber is back',
+      async () => {
+        const id = await connectionId('subscriber'); // subscribed again
+        return id !== undefined && id !== subscriberId && store.notificationsLive();
+      },
+      10_000,
+    );
+    expect(await load('after')).toBe('after');
+    expect(loads.get('after')).toBe(1);
+  };
+
   it.each([
     ['with L1', true],
     ['without L1', false],
   ])(
     'a value loaded after Redis lost its data, before the subscriber is back, stays a hit once it is (%s)',
     async (_label, l1) => {
-      // A restart without persistence where the command connection is back before the
-      // subscriber: the prefix's version (which clear() moves on) is gone from Redis while this
-      // process still knows the old one.
-      const keyPrefix = `tag-reconnect-${l1 ? 'l1' : 'no-l1'}:`;
-      const { stampede } = await start('instance', { redis: server.url, keyPrefix, l1 });
-      const store = stampede.store as RedisStore;
-      const loads = new Map<string, number>();
-      const load = (key: string) =>
-        stampede.getOrLoad(
-          key,
-          async () => {
-            loads.set(key, (loads.get(key) ?? 0) + 1);
-            return key;
-          },
-          { ttl: 60_000 },
-        );
-      const connectionId = async (of: 'command' | 'subscriber') => {
-        const id = of === 'command' ? String(await store.client.client('ID')) : undefined;
-        const line = ((await admin.client('LIST')) as string)
-          .split('\n')
-          .find((l) => (id ? l.startsWith(`id=${id} `) : / sub=1 /.test(l)));
-        return /^id=(\d+)/.exec(line ?? '')?.[1];
-      };
-      await load('before');
-      const subscriberId = await connectionId('subscriber');
-      expect(subscriberId).toBeDefined();
-
-      await admin.del(`${keyPrefix}__tag:{}`, `${keyPrefix}{before}`);
-      await admin.client('KILL', 'ID', (await connectionId('command'))!);
-      await waitFor(
-        'the command connection is back',
-        async () => (await store.client.ping().catch(() => '')) === 'PONG',
-        10_000,
-      );
-      expect(await load('after')).toBe('after');
-      expect(loads.get('after')).toBe(1);
-
-      // The subscriber comes back later: this process reads the versions again.
-      await admin.client('KILL', 'ID', subscriberId!);
-      await waitFor(
-        'the subscriber is back',
-        async () =>
-          store.notificationsLive() && (await connectionId('subscriber')) !== subscriberId,
-        10_000,
-      );
-      expect(await load('after')).toBe('after');
-      expect(loads.get('after')).toBe(1);
+      // A server of its own: the only subscriber on it is this instance's.
+      const own = await ThrowawayRedis.start();
+      const ownAdmin = new Redis(own.url);
+      try {
+        await reconnects(own, ownAdmin, l1);
+      } finally {
+        await apps.pop()?.close();
+        await ownAdmin.quit();
+        await own.destroy();
+      }
     },
   );
 
