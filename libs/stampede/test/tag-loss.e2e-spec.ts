@@ -138,7 +138,7 @@ describe('tag invalidation after the tag versions are lost (a redis-server of th
    * the prefix's version (which clear() moves on) is gone from Redis while this process still
    * knows the old one.
    */
-  const reconnects = async (own: ThrowawayRedis, admin: Redis, l1: boolean) => {
+  const reconnects = async (own: ThrowawayRedis, ownAdmin: Redis, l1: boolean) => {
     const keyPrefix = 'tag-reconnect:';
     const { stampede } = await start('instance', { redis: own.url, keyPrefix, l1 });
     const store = stampede.store as RedisStore;
@@ -154,7 +154,7 @@ describe('tag invalidation after the tag versions are lost (a redis-server of th
       );
     const connectionId = async (of: 'command' | 'subscriber') => {
       const id = of === 'command' ? String(await store.client.client('ID')) : undefined;
-      const line = ((await admin.client('LIST')) as string)
+      const line = ((await ownAdmin.client('LIST')) as string)
         .split('\n')
         .find((l) => (id ? l.startsWith(`id=${id} `) : / sub=1 /.test(l)));
       return /^id=(\d+)/.exec(line ?? '')?.[1];
@@ -163,8 +163,8 @@ describe('tag invalidation after the tag versions are lost (a redis-server of th
     const subscriberId = await connectionId('subscriber');
     expect(subscriberId).toBeDefined();
 
-    await admin.del(`${keyPrefix}__tag:{}`, `${keyPrefix}{before}`);
-    await admin.client('KILL', 'ID', (await connectionId('command'))!);
+    await ownAdmin.del(`${keyPrefix}__tag:{}`, `${keyPrefix}{before}`);
+    await ownAdmin.client('KILL', 'ID', (await connectionId('command'))!);
     await waitFor(
       'the command connection is back',
       async () => (await store.client.ping().catch(() => '')) === 'PONG',
@@ -174,7 +174,7 @@ describe('tag invalidation after the tag versions are lost (a redis-server of th
     expect(loads.get('after')).toBe(1);
 
     // The subscriber comes back later: this process reads the versions again.
-    await admin.client('KILL', 'ID', subscriberId!);
+    await ownAdmin.client('KILL', 'ID', subscriberId!);
     await waitFor(
       'the subscriber is back',
       async () => {

@@ -48,15 +48,19 @@ export async function readAll(
   });
 }
 
-/** Appends `n` entries in the client's format; returns their ids in order. */
+/**
+ * Appends `n` entries in the client's format, in one transaction; returns their ids in order. A
+ * reader blocked on the stream gets them in one read (a pipeline could wake it after the first
+ * XADD, and a batch handler would see them split).
+ */
 export async function produce(
   redis: Redis,
   stream: string,
   payloads: unknown[],
 ): Promise<string[]> {
-  const pipeline = redis.pipeline();
-  for (const p of payloads) pipeline.xadd(stream, '*', 'data', JSON.stringify(p));
-  const res = (await pipeline.exec()) ?? [];
+  const transaction = redis.multi();
+  for (const p of payloads) transaction.xadd(stream, '*', 'data', JSON.stringify(p));
+  const res = (await transaction.exec()) ?? [];
   return res.map(([err, id]) => {
     if (err) throw err;
     return id as string;
