@@ -1,44 +1,68 @@
 import type { Histogram } from 'prom-client';
 
 type Labels = 'method' | 'route' | 'status_code';
+type Value = { metricName: string; labels: Record<string, string | number>; value: number };
 
 /**
- * Feeds the request-duration histogram in batches: a request only notes its series and duration
- * in two typed arrays; prom-client's observe (label checks, hashing, bucket search) then runs for
- * a whole batch at once, when the batch is full and before the histogram is read (its `collect`,
- * which prom-client calls on every scrape). On a cached redirect, the per-request observe was
- * one of the largest costs after Nest itself. What /metrics shows is the same: every request,
- * observed by the time it is scraped.
+ * The request-duration histogram, counted here: a request finds its series in three small maps
+ * and adds one to its bucket in a typed array. prom-client's own `observe` builds a labels object,
+ * checks the labels and hashes them on every call (about 0.45 µs, some 2 % of a cached redirect's
+ * CPU). The registry reads this metric through `get()` as it reads its own histograms, and
+ * /metrics shows the same series in the same text.
  */
 export class RequestDurations {
+  readonly type = 'histogram' as const;
+  readonly aggregator = 'sum' as const;
   /** Series index by method, route pattern and status code. */
   private readonly index = new Map<string, Map<string, Map<number, number>>>();
-  private readonly series: { observe(value: number): void }[] = [];
-  private readonly seriesOf: Uint32Array;
-  private readonly seconds: Float64Array;
-  private pending = 0;
+  private readonly labels: Record<Labels, string>[] = [];
+  /** Per series, the count of each bucket (the last one: above every bound), not cumulative. */
+  private counts = new Float64Array(0);
+  private sums: number[] = [];
+  private readonly width: number;
 
   constructor(
-    private readonly histogram: Histogram<Labels>,
-    capacity = 1024,
+    readonly name: string,
+    readonly help: string,
+    private readonly bounds: readonly number[],
   ) {
-    this.seriesOf = new Uint32Array(capacity);
-    this.seconds = new Float64Array(capacity);
+    this.width = bounds.length + 1;
   }
 
   record(method: string, route: string, statusCode: number, seconds: number): void {
-    const i = this.pending;
-    this.seriesOf[i] = this.seriesIndex(method, route, statusCode);
-    this.seconds[i] = seconds;
-    this.pending = i + 1;
-    if (this.pending === this.seconds.length) this.flush();
+    const series = this.seriesIndex(method, route, statusCode);
+    let bucket = 0;
+    while (bucket < this.bounds.length && seconds > this.bounds[bucket]) bucket++;
+    this.counts[series * this.width + bucket]++;
+    this.sums[series] += seconds;
   }
 
-  /** Observes the noted durations. */
-  flush(): void {
-    const n = this.pending;
-    this.pending = 0;
-    for (let i = 0; i < n; i++) this.series[this.seriesOf[i]].observe(this.seconds[i]);
+  /** What prom-client's Registry reads of a metric (the shape of its Histogram's `get()`). */
+  get(): Promise<Pick<this, 'name' | 'help' | 'type' | 'aggregator'> & { values: Value[] }> {
+    const values: Value[] = [];
+    const bucketName = `${this.name}_bucket`;
+    for (const [series, labels] of this.labels.entries()) {
+      let total = 0;
+      for (let b = 0; b < this.width; b++) {
+        total += this.counts[series * this.width + b];
+        const le = b < this.bounds.length ? this.bounds[b] : '+Inf';
+        values.push({ metricName: bucketName, labels: { le, ...labels }, value: total });
+      }
+      values.push({ metricName: `${this.name}_sum`, labels, value: this.sums[series] });
+      values.push({ metricName: `${this.name}_count`, labels, value: total });
+    }
+    const { name, help, type, aggregator } = this;
+    return Promise.resolve({ name, help, type, aggregator, values });
+  }
+
+  reset(): void {
+    this.counts.fill(0);
+    this.sums.fill(0);
+  }
+
+  /** For registry.registerMetric(), whose type names only prom-client's own classes. */
+  asMetric(): Histogram<Labels> {
+    return this as unknown as Histogram<Labels>;
   }
 
   private seriesIndex(method: string, route: string, statusCode: number): number {
@@ -49,8 +73,12 @@ export class RequestDurations {
     let index = byStatus.get(statusCode);
     if (index === undefined) {
       // Routes are patterns and methods and status codes are few: the series stay few.
-      index = this.series.length;
-      this.series.push(this.histogram.labels({ method, route, status_code: String(statusCode) }));
+      index = this.labels.length;
+      this.labels.push({ method, route, status_code: String(statusCode) });
+      this.sums.push(0);
+      const counts = new Float64Array(this.labels.length * this.width);
+      counts.set(this.counts);
+      this.counts = counts;
       byStatus.set(statusCode, index);
     }
     return index;

@@ -18,8 +18,8 @@ import { RequestDurations } from './request-durations';
  * request (a Fastify onResponse hook, so that errors answered before any handler count too) and
  * of each database call. The stampede library records its own (otel-prometheus.ts).
  *
- * What every request records (a redirect, its duration) is noted in the process and handed to
- * prom-client in batches, at the latest when the metrics are read (see RequestDurations).
+ * What every request records (a redirect, its duration) is counted in the process and read by
+ * prom-client when the metrics are read (see RequestDurations).
  */
 @Injectable()
 export class ShortenerMetrics implements OnModuleInit {
@@ -47,15 +47,11 @@ export class ShortenerMetrics implements OnModuleInit {
       },
     });
     this.durations = new RequestDurations(
-      new Histogram({
-        name: HTTP_REQUEST_DURATION_SECONDS,
-        help: 'Duration of HTTP requests, from the first byte to the response sent',
-        labelNames: ['method', 'route', 'status_code'],
-        buckets: DURATION_BUCKETS,
-        registers: [registry],
-        collect: () => this.durations.flush(),
-      }),
+      HTTP_REQUEST_DURATION_SECONDS,
+      'Duration of HTTP requests, from the first byte to the response sent',
+      DURATION_BUCKETS,
     );
+    registry.registerMetric(this.durations.asMetric());
   }
 
   onModuleInit(): void {
