@@ -125,4 +125,23 @@ describe('LruCache (fake clock)', () => {
     cache.clear();
     expect([cache.size, cache.cost]).toEqual([0, 0]);
   });
+
+  it('reads no clock for entries that never expire, and still expires the others', () => {
+    const clock = new ManualClock(1000);
+    let reads = 0;
+    const counted = { now: () => (reads++, clock.now()) };
+    const cache = new LruCache<string>({ ttlMs: Infinity, clock: counted });
+    cache.set('forever', 'x');
+    expect([cache.get('forever'), cache.peek('forever'), cache.has('forever')]).toEqual([
+      'x',
+      'x',
+      true,
+    ]);
+    expect(reads).toBe(0);
+    cache.set('brief', 'y', 10);
+    clock.advance(10);
+    expect(cache.get('brief')).toBeUndefined();
+    expect(cache.get('forever')).toBe('x');
+    expect(reads).toBe(2); // the set and the get of 'brief'
+  });
 });

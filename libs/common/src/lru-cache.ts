@@ -68,7 +68,7 @@ export class LruCache<V> {
   get(key: string): V | undefined {
     const node = this.map.get(key);
     if (!node) return undefined;
-    if (node.expiresAt <= this.clock.now()) {
+    if (this.expired(node)) {
       this.remove(node);
       return undefined;
     }
@@ -83,7 +83,7 @@ export class LruCache<V> {
   /** The value of `key`, leaving the recency order alone. */
   peek(key: string): V | undefined {
     const node = this.map.get(key);
-    return node && node.expiresAt > this.clock.now() ? node.value : undefined;
+    return node && !this.expired(node) ? node.value : undefined;
   }
 
   /**
@@ -97,7 +97,7 @@ export class LruCache<V> {
       this.delete(key);
       return this;
     }
-    const expiresAt = this.clock.now() + ttlMs;
+    const expiresAt = ttlMs === Infinity ? Infinity : this.clock.now() + ttlMs;
     const existing = this.map.get(key);
     if (existing) {
       existing.value = value;
@@ -164,6 +164,11 @@ export class LruCache<V> {
       node = newer;
     }
     return n;
+  }
+
+  /** An entry that never expires costs no clock read (a lookup of the caches that use none). */
+  private expired(node: Node<V>): boolean {
+    return node.expiresAt !== Infinity && node.expiresAt <= this.clock.now();
   }
 
   /** Makes `node` the most recently used. */

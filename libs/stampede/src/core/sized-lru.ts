@@ -1,8 +1,5 @@
 import { LruCache } from '@nest-redis-resilience/common';
 
-/** The entries never expire by time here: no clock read per call. */
-const NO_TIME = { now: () => 0 };
-
 /**
  * A map bounded by entries and by the total cost of its values (characters of their encoded
  * text, about bytes), dropping the least recently used first. Every per-key map of values this
@@ -16,7 +13,8 @@ export class SizedLru<V> {
     private readonly maxEntries: number,
     maxCost: number,
   ) {
-    this.lru = new LruCache<V>({ maxSize: maxEntries, maxCost, ttlMs: Infinity, clock: NO_TIME });
+    // No TTL: the cache reads no clock.
+    this.lru = new LruCache<V>({ maxSize: maxEntries, maxCost, ttlMs: Infinity });
   }
 
   /** Keeps `value` as the most recent; one that costs more than the whole bound is not kept. */
