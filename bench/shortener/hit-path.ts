@@ -2,8 +2,9 @@
  * The hit path: the shortener's cached redirect against the same 302 from a bare Fastify route
  * (the framework floor) and from a bare Nest + Fastify route (Nest's own ceiling), measured in
  * one run by the same load generator with the same connections. The servers run side by side;
- * the rows are interleaved in rounds, so that a change in the machine's load reaches them all,
- * and each row's ratio to the reference is taken within a round.
+ * the rows are interleaved in rounds (each round starting one server further on), so that a
+ * change in the machine's load reaches them all, and each row's ratio to the reference is taken
+ * within a round.
  */
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -90,7 +91,10 @@ export async function runHitPath(
   const runs = servers.map(() => [] as HitPathRun[]);
   for (let round = 1; round <= opts.rounds; round++) {
     log(`  round ${round} of ${opts.rounds}:`);
-    for (const [i, server] of servers.entries()) {
+    // Each round starts one server further on, so that no server always runs after the same one.
+    for (let k = 0; k < servers.length; k++) {
+      const i = (round - 1 + k) % servers.length;
+      const server = servers[i];
       const r = await load(apps[i], opts.durationS);
       runs[i].push(r);
       log(

@@ -141,6 +141,8 @@ export async function runShortenerBench(o: ShortenerBenchOptions) {
       const servers: HitPathServer[] = [
         { name: 'bare Fastify', start: bare('fastify') },
         { name: BARE_NEST, start: bare('nest') },
+        // The reference again, in a process of its own: how far one server's ratio strays by chance.
+        { name: `${BARE_NEST}, second process`, start: bare('nest') },
         // The same route with the shortener's server options (timeouts, keep-alive, limits).
         {
           name: `${BARE_NEST}, app's options`,

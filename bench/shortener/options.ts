@@ -32,8 +32,8 @@ export const SPEC = {
   'create-connections': count(50, 'createConnections'),
   'create-duration': count(10, 'createDurationS'),
   'hit-connections': count(100, 'hitConnections'),
-  'hit-duration': count(10, 'hitDurationS'),
-  'hit-rounds': count(3, 'hitRounds'),
+  'hit-duration': count(2, 'hitDurationS'),
+  'hit-rounds': count(20, 'hitRounds'),
   'cpu-prof': str(
     undefined,
     'write a V8 CPU profile of each hit-path server (one more run each) there',
