@@ -1,8 +1,11 @@
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-/** Polls `check` until it returns true, or fails with `what` after `timeoutMs`. */
+/**
+ * Polls `check` until it returns true, or fails with `what` after `timeoutMs` (a function is
+ * called then: it can say the state that was reached).
+ */
 export async function waitFor(
-  what: string,
+  what: string | (() => string),
   check: () => boolean | Promise<boolean>,
   timeoutMs = 15_000,
   everyMs = 20,
@@ -11,7 +14,9 @@ export async function waitFor(
   for (;;) {
     if (await check()) return;
     if (Date.now() > deadline)
-      throw new Error(`Timed out after ${timeoutMs} ms waiting for: ${what}`);
+      throw new Error(
+        `Timed out after ${timeoutMs} ms waiting for: ${typeof what === 'string' ? what : what()}`,
+      );
     await sleep(everyMs);
   }
 }

@@ -89,10 +89,15 @@ describe('the same ticks delivered twice (a lost batch XACK)', () => {
     };
     // Rewind the group: every entry, already acknowledged, is delivered to B once more.
     await redis.call('XGROUP', 'SETID', stream, 'candles', '0');
-    await waitFor('B skipped every redelivered entry', async () => {
-      const { memory, redis: inRedis } = skipped();
-      return memory + inRedis >= fixture.length;
-    });
+    await waitFor(
+      () =>
+        `B skipped every redelivered entry (skipped ${JSON.stringify(skipped())} of ` +
+        `${fixture.length}; B's counts: ${JSON.stringify(b!.server.metrics())})`,
+      async () => {
+        const { memory, redis: inRedis } = skipped();
+        return memory + inRedis >= fixture.length;
+      },
+    );
     await waitFor(
       'B acknowledged them',
       async () => (await pendingCount(redis, stream, 'candles')) === 0,
