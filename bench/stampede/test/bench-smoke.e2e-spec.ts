@@ -89,10 +89,20 @@ describe('bench:stampede smoke run', () => {
     for (const p of ['singleflight', 'xfetch', 'distlock-poll', 'distlock', 'two-tier'])
       expect({ pattern: p, db: db(1, p) }).toEqual({ pattern: p, db: ROUNDS });
     // The pattern is part of what is compared, so a failure names it.
-    for (const p of ['distlock', 'two-tier', 'distlock-poll'])
+    for (const p of ['distlock', 'two-tier'])
       expect({ pattern: p, db: db(2, p) }).toEqual({ pattern: p, db: ROUNDS });
-    expect(db(2, 'singleflight')).toBeGreaterThanOrEqual(ROUNDS);
-    expect(db(2, 'singleflight')).toBeLessThanOrEqual(2 * ROUNDS);
+    // The article's lock does not look again after its SET NX: a process whose GET missed before
+    // the value was written and whose SET NX comes after the holder's DEL (it stalled longer than
+    // the 100 ms load, on a busy host) loads too. Singleflight makes one load per process.
+    for (const p of ['singleflight', 'distlock-poll']) {
+      const loads = db(2, p);
+      expect({
+        pattern: p,
+        loads,
+        perRound: loads >= ROUNDS,
+        perProcess: loads <= 2 * ROUNDS,
+      }).toMatchObject({ perRound: true, perProcess: true });
+    }
     expect(db(1, 'naive')).toBeGreaterThanOrEqual(ROUNDS);
   });
 
